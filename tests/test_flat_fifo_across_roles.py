@@ -12,9 +12,13 @@ preemption's fair shares read f2 as owed what f3 held.
 
 from __future__ import annotations
 
-from cluster.experiments.simulator import simulate
+import pytest
+
+from cluster.experiments.simulator import Simulation, simulate
 from cluster.experiments.spec import Spec
 from master.allocation.allocator import Allocator
+from master.allocation.fair_shares import fair_allocation
+from master.allocation.quota import Quota
 from protocol.wire.resources import Resources
 
 TASK = {"cpus": 1, "mem": 1024}
@@ -81,4 +85,37 @@ def test_the_walk_is_by_arrival_across_roles() -> None:
     a.remove_framework("f1")
     a.add_framework("f6", "a")
     assert list(a.order()) == ["f2", "f3", "f4", "f5", "f6"]
+
+
+@pytest.mark.parametrize("quota", [False, True])
+def test_a_slave_goes_to_the_first_come_that_wants_it(quota: bool) -> None:
+    """f1 (a) wants nothing now: the slave goes to f2 (b), which came before f3 (a) --
+    without quotas (`ledger`'s walk) and with them (the quota stage's)."""
+    a = Allocator("fifo")
+    if quota:  # (any quota makes a round pick through the quota stage)
+        a.roles.set_quota("c", Quota(Resources(), limit=Resources(cpus=1)))
+    for fid, role in (("f1", "a"), ("f2", "b"), ("f3", "a"), ("f4", "c")):
+        a.add_framework(fid, role)
+    a.suppress("f1")
     a.add_slave("s0", Resources.from_millis({"cpus": 4000, "mem": 4096}))
+    assert [offer.framework_id for offer in a.allocate(0.0)] == ["f2"]
+
+
+def test_preemptions_fair_shares_read_the_frameworks_as_they_came() -> None:
+    """Preemption's ideal is given the frameworks in the order they came (the simulator's
+    as the master's books keep them), not as the spec lists them."""
+    each = {"task": TASK, "duration": {"uniform": [10, 30]}, "max_running": 8}
+    sim = Simulation(
+        spec(
+            [
+                {"name": "late", "role": "a", "start": 5, **each},
+                {"name": "early", "role": "b", **each},
+            ]
+        )
+    )
+    sim.run()
+    contenders = sim.cycle.contenders(300.0)
+    assert [c.framework_id for c in contenders] == ["early", "late"]
+    total = dict(sim.allocator.offerable_total().millis)
+    fair = fair_allocation("fifo", total, contenders, {}, sim.allocator.roles.fifo_pools())
+    assert (fair["early"][0], fair["late"][0]) == (pytest.approx(8 / 12), pytest.approx(4 / 12))
