@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from cluster.experiments.results import Results
 from cluster.experiments.simulator import Simulation, simulate
 from cluster.experiments.spec import Spec
 from master.allocation.allocator import Allocator
@@ -35,7 +36,7 @@ def spec(frameworks: list[dict[str, object]]) -> Spec:
     )
 
 
-def final_running(results, name: str) -> int:  # type: ignore[no-untyped-def]
+def final_running(results: Results, name: str) -> int:
     return [s for s in results.samples if s.framework == name][-1].running_tasks
 
 
@@ -118,4 +119,5 @@ def test_preemptions_fair_shares_read_the_frameworks_as_they_came() -> None:
     assert [c.framework_id for c in contenders] == ["early", "late"]
     total = dict(sim.allocator.offerable_total().millis)
     fair = fair_allocation("fifo", total, contenders, {}, sim.allocator.roles.fifo_pools())
-    assert (fair["early"][0], fair["late"][0]) == (pytest.approx(8 / 12), pytest.approx(4 / 12))
+    assert fair["early"][0] == pytest.approx(8 / 12)
+    assert fair["late"][0] == pytest.approx(4 / 12)
