@@ -11,7 +11,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cluster.experiments.ideal_timeline import as_allocated, limits, pools, user_of
+from cluster.experiments.ideal_timeline import (
+    arrival_order,
+    as_allocated,
+    limits,
+    pools,
+    user_of,
+)
 from cluster.experiments.spec import Spec, SpecError, load_spec
 from master.allocation.fair_shares import IDEAL_POLICY
 from master.allocation.ideal import POLICIES, IdealError, Share, exact, ideal
@@ -26,7 +32,7 @@ def spec_ideal(spec: Spec, policy: str) -> dict[str, Share]:
     total = sum((r for _, r in spec.cluster.nodes()), Resources())
     users = [  # trace- and job-driven frameworks have no one task shape: left out
         user_of(fw, task)
-        for fw in spec.frameworks
+        for fw in arrival_order(spec.frameworks, policy)
         if (task := fw.task or (fw.changes[0].task if fw.changes else None)) is not None
     ]
     weights = spec.role_weights()

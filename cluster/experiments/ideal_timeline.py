@@ -77,6 +77,16 @@ def as_allocated(
     return question, [replace(u, weight=exact(kept[u.name])) for u in users]
 
 
+def arrival_order(frameworks: Sequence[Framework], policy: str) -> Sequence[Framework]:
+    """Under `fifo`, the spec's frameworks in the order they come: by start, those starting
+    together as the spec lists them (as the simulator adds them), the order its ideal
+    serves them in, as the allocator does, whatever their roles. (Other ideals do not
+    depend on the order: the spec's is kept.)"""
+    if IDEAL_POLICY.get(policy, policy) != "fifo":
+        return frameworks
+    return sorted(frameworks, key=lambda fw: fw.start)
+
+
 def pools(weights: Mapping[str, float]) -> dict[tuple[str, ...], float]:
     """Roles' weights (`Spec.role_weights`) as the ideal's pools: a framework's `weight` is
     its role's."""
@@ -132,7 +142,7 @@ def ideal_of(
     phases = []
     for t in sorted(x for x in times if x < spec.run.duration):
         users = []
-        for fw in frameworks:
+        for fw in arrival_order(frameworks, policy):
             task = fw.task_at(t)
             running = fw.start <= t and (fw.stop is None or t < fw.stop)
             if running and task:

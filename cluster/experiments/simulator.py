@@ -98,8 +98,9 @@ class SimulatedBooks:
 
     def wishes(self, now: float) -> Iterator[Wish]:
         """Each framework started, with what its workload still wants, as the allocator
-        accounts it."""
-        for name in self.sim.frameworks:
+        accounts it; in the order they came (the `fifo` ideal serves them so, as the
+        allocator does)."""
+        for name in self.sim.added:
             wish = self.wish(name, now)
             if wish is not None:
                 yield wish
@@ -146,7 +147,7 @@ class Simulation:
             self.allocator.add_slave(slave_id, self.booked(resources, node=True))
         self.workloads = {f.name: Workload(f, spec.run.seed) for f in spec.frameworks}
         self.frameworks = {f.name: f for f in spec.frameworks}
-        self.added: set[str] = set()
+        self.added: dict[str, None] = {}  # those started, in the order they came
         self.tasks: dict[int, Running] = {}  # running, by ref
         # what each framework holds and, where a node may be oversubscribed (slots, cpu),
         # what runs on each node, really (fixed point, kept in place: the hot path builds
@@ -289,7 +290,7 @@ class Simulation:
     def _start_framework(self, name: str, t: float) -> None:
         fw = self.frameworks[name]
         self.allocator.add_framework(name, role=fw.role or name)
-        self.added.add(name)
+        self.added[name] = None
         self.workloads[name].advance(t)
         self._schedule_arrival(name)
         self._follow(name, t)
@@ -323,7 +324,7 @@ class Simulation:
                 self._release(ref, t, completed=False)
         self.allocator.remove_framework(name)
         self.cycle.forget(name, t)
-        self.added.discard(name)
+        self.added.pop(name, None)
         self._want_round(t)
 
     # -- preemption: the offer cycle's check, its kills on the heap ----------------------------

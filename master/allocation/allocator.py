@@ -176,6 +176,7 @@ class Allocator:
             if role not in self._role_order:  # (else kept for what dying tasks hold)
                 self._role_order.add(role)
         self._role_frameworks[role].add(framework_id, active=active)
+        self._role_frameworks[role].set_arrival(framework_id, arrival)  # (fifo: `_queue`)
         self._arrivals[framework_id] = arrival
         self._role_arrival(role)
         self.frameworks[framework_id] = FrameworkBook(framework_id, role, active=active)
@@ -1077,6 +1078,9 @@ class Allocator:
         """Active frameworks in the order they would be offered resources."""
         if self._largest.changed:
             self._ask_hopeless()
+        if isinstance(self._role_order, Sorter):  # (roles side by side: as a round walks)
+            yield from list(self._role_order.walk_order(self._role_frameworks))
+            return
         for role in self._role_order.sort():
             yield from self._role_frameworks[role].sort()
 

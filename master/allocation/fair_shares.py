@@ -103,7 +103,12 @@ def fair_allocation(
     (`RoleOrder.fifo_pools`: the allocator's, so that both serve a fifo pool alike): the
     first come takes what it wants of the pool's part. (A fifo role with no sub-roles here
     orders nothing: its own frameworks share it as any role's do, in the allocator as
-    here.)"""
+    here.)
+
+    Under the flat `fifo`, the contenders' order is the queue: the first takes all it
+    wants, then the next, whatever their roles, as the allocator walks them (by arrival
+    across roles: `Sorter._queue`). Give them in the order they came, as the master's
+    books and the simulator's wishes keep them."""
     out: dict[str, tuple[float, dict[str, float]]] = {c.framework_id: (0.0, {}) for c in contenders}
     if not total:
         return out

@@ -221,7 +221,11 @@ def quota_pick(
 ) -> Callable[[str, Millis, float], Picked]:
     """A round's pick under quotas: the framework to offer a slave to, and what of it --
     what quota limits and other roles' guarantees leave (`ledger.first_wanting` picks
-    without quotas). `floor` is the master's minimum offer."""
+    without quotas). `floor` is the master's minimum offer. With roles side by side the
+    walk is `first_framework`'s, as without quotas (the roles' order, then each role's;
+    under `fifo` the frameworks by arrival across roles), each framework offered what its
+    role may have."""
+    flat = not roles.hierarchical
 
     def pick(slave_id: str, free: Millis, _: float) -> Picked:
         offer: dict[str, Millis] = {}  # what each role would be offered (made once a role)
@@ -254,6 +258,15 @@ def quota_pick(
         # under the deepest short nodes before the rest (a child's holdings count towards
         # its parent's guarantee, not the other way round)
         for tier in tiers(short, roles.hierarchical):
+            if flat:  # (roles side by side: the framework walk, by arrival under fifo)
+
+                def in_tier(framework_id: str, tier: set[str] = tier) -> bool:
+                    return quota.under(frameworks[framework_id].role, tier) and wants(framework_id)
+
+                found = roles.first_framework(role_frameworks, in_tier)
+                if found is not None:
+                    return found, offer[frameworks[found].role]
+                continue
 
             def served(role: str, tier: set[str] = tier) -> bool:
                 return quota.under(role, tier) and role_wants(role)
@@ -265,6 +278,9 @@ def quota_pick(
             stage[0] = False
             offer.clear()
             picked.clear()
+        if flat:
+            found = roles.first_framework(role_frameworks, wants)
+            return None if found is None else (found, offer[frameworks[found].role])
         chosen = roles.first(role_wants)
         if chosen is None:
             return None

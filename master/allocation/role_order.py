@@ -71,8 +71,10 @@ class RoleOrder(Protocol):
 
     def set_arrival(self, role: str, arrival: int | None) -> None:
         """The earliest arrival (the allocator's number) of `role`'s frameworks now; None
-        when it has none. Arrival orders a fifo pool's children (a flat `fifo` order's
-        roles), not when a role was first seen."""
+        when it has none. Arrival orders a fifo pool's children (and a flat `fifo`
+        order's roles, where roles alone are asked for: `first`, `sort`), not when a role
+        was first seen. A flat `fifo` order walks frameworks by their own arrival, across
+        roles (`first_framework`, `Sorter.walk_order`)."""
         ...
 
     def names(self) -> Iterable[str]:
@@ -108,7 +110,8 @@ class RoleOrder(Protocol):
     ) -> str | None:
         """The framework to serve next: the first in its role's order (`frameworks_of`)
         that `wanted` accepts, in the role `first` would choose among the roles having
-        one. A round asks this once a slave."""
+        one (a flat `fifo` order: the first come that `wanted` accepts, whatever its
+        role). A round asks this once a slave."""
         ...
 
     def sort(self) -> Iterator[str]:

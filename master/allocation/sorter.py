@@ -14,8 +14,11 @@ The share is what a `Policy` makes of a client's allocation:
 - `drf`:   dominant share, max_j alloc_j / total_j, divided by the weight (weighted DRF);
 - `asset`: asset fairness, sum_j alloc_j / total_j, divided by the weight;
 - `cpu`:   CPU-only fair sharing, alloc_cpus / total_cpus, divided by the weight;
-- `fifo`:  no share at all: registration order alone (whoever came first is served first;
-  as the allocator's order of roles, a role's earliest framework still here: `set_arrival`).
+- `fifo`:  no share at all: registration order alone (whoever came first is served first).
+  As the allocator's order of roles, frameworks are walked by their own arrival whatever
+  their roles (`_queue`: the lecture's one queue of jobs, as the `fifo` ideal orders
+  them), not one role's all before the next's; a role's place (`set_arrival`, its
+  earliest framework still here) orders only what asks for roles alone.
 
 Ties are broken as Mesos's DRF sorter breaks them (`DRFSorter::Node::compareDRF`): by how
 many times a client has been allocated to, fewest first, then by name. Clients with equal
@@ -29,6 +32,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from heapq import merge
 from typing import Protocol
 
 from protocol.wire.resources import CPUS, Resources, dominant_share, sub_millis
@@ -239,7 +243,9 @@ class Sorter:
     def set_arrival(self, name: str, arrival: int | None) -> None:
         """As the allocator's order of roles: the earliest arrival of the role's frameworks
         now, its place under `fifo` (not when the role came, which a framework since gone
-        may have made it; None: none left, it leaves next)."""
+        may have made it; None: none left, it leaves next). As a role's order of its
+        frameworks: a framework's own arrival, which a flat `fifo` walk merges the roles'
+        lists by (`_queue`)."""
         client = self._clients[name]
         if arrival is not None and arrival != client.order:
             client.order = arrival
@@ -349,7 +355,10 @@ class Sorter:
         """Roles side by side: the roles' order and each role's walked here in one loop,
         not through `first` and a function a role. A round passes over a framework for
         every slave it declined (every other slave when all tie after declining: 25,000
-        passes at 50,000 slaves), so a pass costs a lookup and a call."""
+        passes at 50,000 slaves), so a pass costs a lookup and a call. Under `fifo`, by
+        arrival across roles (`_queue`)."""
+        if self._fifo:
+            return next(filter(wanted, self._queue(frameworks_of)), None)
         for i, (_, _, role) in enumerate(self.ordered()):
             inner = frameworks_of[role]  # (`ordered` inlined: once a role a walk passes)
             if inner._pending or inner._seen_version != inner._totals.version:
@@ -377,6 +386,12 @@ class Sorter:
         totals = self._totals
         walked, version = (totals.moves, totals.version), totals.version
         walk: list[str] = []
+        if self._fifo:
+            for name in self._queue(frameworks_of):
+                walk.append(name)
+                yield name
+            self._walk, self._walked = walk, walked
+            return
         for _, _, role in self.ordered():
             inner = frameworks_of[role]  # (`ordered` inlined: once a role)
             if inner._pending or inner._seen_version != version:
@@ -385,6 +400,17 @@ class Sorter:
                 walk.append(name)
                 yield name
         self._walk, self._walked = walk, walked
+
+    def _queue(self, frameworks_of: Mapping[str, Sorter]) -> Iterator[str]:
+        """Under `fifo`: every active framework by arrival, whatever its role -- the
+        roles' own lists merged (a fifo sorter's entries are (0, arrival, name), the
+        allocator's numbers: `set_arrival`). Not one role's frameworks all before the
+        next role's: a role a framework of which came first put every later framework
+        of its own before everyone else's, for as long as that one stayed."""
+        lists = [frameworks_of[role].ordered() for _, _, role in self.ordered()]
+        if len(lists) == 1:
+            return (name for _, _, name in lists[0])
+        return (name for _, _, name in merge(*lists))
 
     def ordered(self) -> list[_Entry]:
         """The active clients as (weighted share, tie-break, name), lowest first:
