@@ -180,6 +180,7 @@ class Simulation:
         self.offered_at: dict[str, float] = {}  # when each framework was last offered
         # only what the allocator does not account in full can oversubscribe a node
         self.overbooks = spec.master.policy in ("slots", "cpu")
+        self._allocate_on_free = spec.master.allocate_on_free  # (read once a task event)
 
     # -- what the allocator accounts -----------------------------------------------------------
     def booked(self, real: Resources, *, node: bool = False) -> Resources:
@@ -202,7 +203,7 @@ class Simulation:
     def _freed(self, t: float) -> None:
         """A task's end freed resources: a round soon, or (`allocate_on_free` off, as
         the master's flag) at the next tick, with whatever else ends before it."""
-        if self.spec.master.allocate_on_free:
+        if self._allocate_on_free:
             self._want_round(t)
 
     def _want_round(self, t: float) -> None:
@@ -471,23 +472,33 @@ class Simulation:
         """Tasks launched on one offer and ending at one time end together: their
         resources go back to the allocator at once (one recover, not one per task). Those
         killed meanwhile are gone already."""
-        freed: Millis = {}
-        r: Running | None = None
-        ended = 0
-        for ref in range(first, first + self.finishing.pop(first)):
-            task = self.tasks.pop(ref, None)
-            if task is not None:
-                r = task
-                ended += 1
-                self._end(ref, r, t, completed=True)
-                add_millis(freed, r.booked.millis)
-        if r is None:
-            return
-        if r.framework in self.added:  # (one task, the usual: what it booked comes back)
+        count = self.finishing.pop(first)
+        r: Running | None
+        if count == 1:  # (the usual: one task, what it booked comes back; no sum made)
+            r = self.tasks.pop(first, None)
+            if r is None:
+                return
+            self._end(first, r, t, True)
+            back = r.booked
+        else:
+            freed: Millis = {}
+            r = None
+            ended = 0
+            for ref in range(first, first + count):
+                task = self.tasks.pop(ref, None)
+                if task is not None:
+                    r = task
+                    ended += 1
+                    self._end(ref, r, t, True)
+                    add_millis(freed, r.booked.millis)
+            if r is None:
+                return
             back = r.booked if ended == 1 else Resources.from_millis(freed)
+        if r.framework in self.added:
             self.allocator.recover(r.framework, r.slave, back)
         self._follow(r.framework, t)
-        self._freed(t)
+        if self._allocate_on_free:  # (`_freed`, inlined: once a task event)
+            self._want_round(t)
 
     def _release(self, ref: int, t: float, *, completed: bool, retry: bool = False) -> None:
         r = self.tasks.pop(ref)
@@ -496,7 +507,7 @@ class Simulation:
             self.allocator.recover(r.framework, r.slave, r.booked)
         self._follow(r.framework, t)
 
-    def _end(self, ref: int, r: Running, t: float, *, completed: bool, retry: bool = False) -> None:
+    def _end(self, ref: int, r: Running, t: float, completed: bool, retry: bool = False) -> None:
         """A task is over: the simulator's books and the framework's workload (the
         allocator's books are the caller's)."""
         if self.preempting and completed:
