@@ -100,10 +100,18 @@ class Refusals:
         if len(decliners) == 1 and h[0][1] == decliners[0]:  # (the usual: the one lapsed)
             heapq.heapreplace(h, (until, decliners[0]))
             return
-        gone = set(decliners)
-        h[:] = [entry for entry in h if entry[1] not in gone]
-        h.extend([(until, framework_id) for framework_id in decliners])
-        heapq.heapify(h)
+        # (next: every one lapsed declined, the heap's least entries: each new one in and
+        # the least out, `until` later than every lapse -- one in is never one out)
+        replace, back = heapq.heapreplace, []
+        for framework_id in decliners:
+            out = replace(h, (until, framework_id))
+            if out[1] not in decliners:
+                back.append(out)
+        if back:  # (one lapsed and passed over came out: it goes back, decliners' old go)
+            gone = set(decliners)
+            h[:] = [entry for entry in h if entry[1] not in gone or entry[0] == until]
+            h.extend(back)
+            heapq.heapify(h)
 
     def all_refuse(self, now: float) -> bool:
         return self.lapses[0][0] > now
@@ -127,8 +135,9 @@ class Refusals:
         h = self.lapses
         for i, (_, who) in enumerate(h):
             if who == framework_id:
-                h[i] = h[-1]
-                h.pop()
-                heapq.heapify(h)
+                last = h.pop()
+                if i < len(h):  # (the last one leaving: nothing to move)
+                    h[i] = last
+                    heapq.heapify(h)
                 break
         return bool(h)

@@ -52,6 +52,8 @@ class OfferCycle:
         self._timed_out: dict[str, int] = {}  # offers each let time out since it last answered
         self._smallest: dict[str, Resources] = {}  # offer filters set by `wants_offers`
         self.offers_log = OfferLog()  # the recent rounds' offers (for `why`)
+        # each refuse_seconds a round was given: (`_whole_refusal`, `_refusal`) of it
+        self._refusals: dict[float | None, tuple[float, float | None]] = {}
 
     # -- the round ---------------------------------------------------------------------------
     def round(
@@ -81,8 +83,11 @@ class OfferCycle:
         room = offer_bound.room(held, a.frameworks, slaves) if bounded else None
         at_once = None
         if answer is not None:
-            whole, rest = self._whole_refusal(refuse_seconds), self._refusal(refuse_seconds)
-            at_once = AtOnce(answer, whole, rest)
+            refusals = self._refusals.get(refuse_seconds)
+            if refusals is None:  # (one refuse_seconds a shell, the usual: worked out once)
+                refusals = self._whole_refusal(refuse_seconds), self._refusal(refuse_seconds)
+                self._refusals[refuse_seconds] = refusals
+            at_once = AtOnce(answer, *refusals)
         allocations = a.allocate(now, room=room, at_once=at_once)
         if not room or not allocations:
             self._offered(now, allocations)
