@@ -1088,11 +1088,7 @@ class Allocator:
         """Active frameworks in the order they would be offered resources."""
         if self._largest.changed:
             self._ask_hopeless()
-        if isinstance(self._role_order, Sorter):  # (roles side by side: as a round walks)
-            yield from list(self._role_order.walk_order(self._role_frameworks))
-            return
-        for role in self._role_order.sort():
-            yield from self._role_frameworks[role].sort()
+        yield from list(self._role_order.walk_order(self._role_frameworks))
 
     @property
     def quota_stage(self) -> QuotaStage:

@@ -118,6 +118,13 @@ class RoleOrder(Protocol):
         """The roles that want offers, in the order they are served."""
         ...
 
+    def walk_order(self, frameworks_of: Mapping[str, Sorter]) -> Iterable[str]:
+        """Every active framework in the order they would be served (`frameworks_of`:
+        each role's order): roles side by side as a round walks them (under a flat
+        `fifo`, by arrival whatever the role), a tree role by role. Change nothing while
+        walking it."""
+        ...
+
     def ordering_share(self, role: str) -> float:
         """`role`'s place as the order sees it (share over weight, or over promise)."""
         ...

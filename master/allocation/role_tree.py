@@ -404,6 +404,12 @@ class RoleTree:
         chosen = self.first(walk[2])
         return walk[3][chosen] if chosen is not None else None
 
+    def walk_order(self, frameworks_of: Mapping[str, Sorter]) -> Iterator[str]:
+        """Every active framework in the order they would be served: role by role, each
+        role's in its own order (a tree's order moves as it serves: what `why` reads)."""
+        for role in self.sort():
+            yield from frameworks_of[role].sort()
+
     def _best(self, node: Node, wanted: Callable[[str], bool]) -> tuple[float, str] | None:
         """The role below `node` that `wanted` accepts with the lowest key among those
         that accept, and that key. A node's key is the lowest of its subtree's; a role
