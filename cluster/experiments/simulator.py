@@ -476,33 +476,27 @@ class Simulation:
         """Tasks launched on one offer and ending at one time end together: their
         resources go back to the allocator at once (one recover, not one per task). Those
         killed meanwhile are gone already."""
-        count = self.finishing.pop(first)
-        r: Running | None
-        if count == 1:  # (the usual: one task, what it booked comes back; no sum made)
-            r = self.tasks.pop(first, None)
-            if r is None:
-                return
-            self._end(first, r, t, True)
+        tasks = self.tasks
+        ended = [
+            (ref, task)
+            for ref in range(first, first + self.finishing.pop(first))
+            if (task := tasks.pop(ref, None)) is not None
+        ]
+        if not ended:
+            return
+        for ref, r in ended:
+            self._end(ref, r, t, True)
+        if len(ended) == 1:  # (the usual: one task, what it booked comes back; no sum made)
             back = r.booked
         else:
             freed: Millis = {}
-            r = None
-            ended = 0
-            for ref in range(first, first + count):
-                task = self.tasks.pop(ref, None)
-                if task is not None:
-                    r = task
-                    ended += 1
-                    self._end(ref, r, t, True)
-                    add_millis(freed, r.booked.millis)
-            if r is None:
-                return
-            back = r.booked if ended == 1 else Resources.from_millis(freed)
+            for _, task in ended:
+                add_millis(freed, task.booked.millis)
+            back = Resources.from_millis(freed)
         if r.framework in self.added:
             self.allocator.recover(r.framework, r.slave, back)
         self._follow(r.framework, t)
-        if self._allocate_on_free:  # (`_freed`, inlined: once a task event)
-            self._want_round(t)
+        self._freed(t)
 
     def _release(self, ref: int, t: float, *, completed: bool, retry: bool = False) -> None:
         r = self.tasks.pop(ref)

@@ -32,8 +32,6 @@ from master.allocation.collector import PausedCollector
 from master.allocation.holds import Holds
 from master.allocation.hopeless import Largest, fits_nowhere
 from master.allocation.ledger import (
-    MIN_CPUS,
-    MIN_MEM,
     Again,
     Allocation,
     AllocatorError,
@@ -42,7 +40,6 @@ from master.allocation.ledger import (
     Lapse,
     Refused,
     SlaveBook,
-    allocatable,
     anything,
     first_wanting,
     fits_one,
@@ -74,8 +71,6 @@ from master.allocation.sorter import Millis, Sorter, Total
 from master.allocation.visits import Visits
 from protocol.wire.reservations import shared_keys, stripped
 from protocol.wire.resources import (
-    CPUS,
-    MEM,
     ResourceError,
     Resources,
     add_millis,
@@ -577,9 +572,6 @@ class Allocator:
         # offer filters of their own replace the master's minimum: then a slave may be of
         # use with less, and each framework's own are asked (`ledger.can_use`)
         worth = anything if self._own_floors else floor
-        # (Mesos's default minimum, `ledger.allocatable`: its usual answer, cpus or mem
-        # enough, asked here without the call -- once a slave a round visits)
-        usual = worth is allocatable
         # every framework wanting offers has offer filters (`floors`) and no slave is held:
         # holding one of the floors is the whole test (it implies `anything`), and the
         # master's minimum is nobody's
@@ -623,9 +615,7 @@ class Allocator:
                 if free.get(k1, 0) < v1 or free.get(k2, 0) < v2 or not fits_one(free, floored):
                     continue  # too little here for anyone's offer filter: no walk
                 picked = pick(slave_id, free, now)
-            elif not (
-                usual and (free.get(CPUS, 0) >= MIN_CPUS or free.get(MEM, 0) >= MIN_MEM)
-            ) and not worth(free):
+            elif not worth(free):
                 continue
             elif reservations and (held := self._holds.live(slave_id, now, self.frameworks)):
                 picked = self._holds.pick(slave_id, held, free, self.frameworks, self._offerable)
