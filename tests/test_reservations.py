@@ -124,7 +124,7 @@ SLAVE = st.lists(
 OPS = st.lists(
     st.tuples(
         st.sampled_from(
-            ["round", "release", "decline", "fw+", "fw-", "reserve", "unreserve", "slave-"]
+            ["round", "release", "decline", "fw+", "fw-", "reserve", "unreserve", "slave-", "idle"]
         ),
         st.integers(0, 7),
     ),
@@ -178,6 +178,8 @@ def test_reserved_resources_go_to_their_role_subtree_and_nothing_twice(
             mine = [k for k, v in free.items() if v >= 1000 and k.startswith("cpus(")]
             if mine:
                 a.update_available(sid, R(f"{mine[0]}:1"), R("cpus:1"))
+        elif op == "idle":  # (read: from here on it is kept, not counted afresh)
+            assert a.idle_reserved() == idle_of(a)
         # nothing is allocated twice: what was handed out plus what is free is each
         # slave's total, identity by identity
         for s, book in a.slaves.items():
@@ -191,6 +193,22 @@ def test_reserved_resources_go_to_their_role_subtree_and_nothing_twice(
         assert a.total == Resources.from_millis(
             stripped(sum((b.total for b in a.slaves.values()), Resources()).millis)
         )
+    # what is reserved and idle, by role, as the quota stage reads it: the same whether
+    # it was kept through the operations or counted at this first read
+    assert a.idle_reserved() == idle_of(a)
+
+
+def idle_of(a: Allocator) -> dict[str, dict[str, int]]:
+    """Each role's reserved resources free on the slaves, by what they are."""
+    out: dict[str, dict[str, int]] = {}
+    for book in a.slaves.values():
+        for key, amount in book.unallocated.items():
+            role = book.reserved.get(key)
+            if role and amount:
+                mine = out.setdefault(role, {})
+                base = parse_key(key).base
+                mine[base] = mine.get(base, 0) + amount
+    return out
 
 
 def test_why_says_what_is_free_is_reserved_for_other_roles() -> None:

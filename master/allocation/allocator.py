@@ -125,7 +125,7 @@ class Allocator:
         self.slaves: dict[str, SlaveBook] = {}
         self._allocated: Millis = {}  # the whole cluster's, offered or in use
         # what is reserved for each role and not allocated (counted as the role's quota)
-        self._idle = IdleReservations()
+        self._idle = IdleReservations(self.slaves.values)
         self._copies = Copies(tree)  # of shared volumes, by holder and role (`shared`)
         self._quota = QuotaStage(
             self._role_order, self._total.millis, self._allocated, quota_headroom, self._idle
@@ -712,13 +712,14 @@ class Allocator:
                 lambda role, free: self._offerable_on(slave, role, free),
             )
             if picked is not None:
-                self._offer(slave, picked[0], picked[1], allocations, room)
+                held_offer = Resources.from_millis(picked[1])
+                self._offer(slave, picked[0], held_offer, allocations, room)
             return
         given: set[str] = set()
         shown: set[str] = set()  # its shared volumes offered (to one framework a round)
         while (picked := pick(slave, given, shown)) is not None:
-            framework_id, offer = picked
-            self._offer(slave, framework_id, offer, allocations, room)
+            framework_id, offer = picked  # (made for this offer alone: taken, not copied)
+            self._offer(slave, framework_id, Resources.taking(offer), allocations, room)
             if not left_over(slave):
                 return  # (the usual: one offer took it all, shared volumes aside)
             given.add(framework_id)
@@ -729,11 +730,10 @@ class Allocator:
         self,
         slave: SlaveBook,
         framework_id: str,
-        offer: Millis,
+        resources: Resources,
         allocations: list[Allocation],
         room: OfferRoom | None,
     ) -> None:
-        resources = Resources.from_millis(offer)
         self._give(framework_id, slave, resources)
         fid, role = self.clients.owner.get(framework_id, (framework_id, None))
         allocations.append(Allocation(fid, slave.slave_id, resources, role))
@@ -1008,7 +1008,7 @@ class Allocator:
     def _what(self, slave: SlaveBook, resources: Resources) -> Resources:
         """What `resources` of `slave` are, whoever's (cpus reserved for a role count as
         cpus in shares and totals); as they are on a slave without reservations."""
-        return Resources.from_millis(stripped(resources.millis)) if slave.reserved else resources
+        return Resources.taking(stripped(resources.millis)) if slave.reserved else resources
 
     # -- views -------------------------------------------------------------------------------
     @property
@@ -1107,5 +1107,5 @@ def _counted(share: Mapping[str, int], role: Mapping[str, int]) -> tuple[Resourc
     """What a framework's share and its role's count of a change on a slave holding shared
     volumes (`Copies.split`), by what the resources are: one object when they count the
     same (the usual)."""
-    mine = Resources.from_millis(stripped(share))
-    return mine, mine if role is share or role == share else Resources.from_millis(stripped(role))
+    mine = Resources.taking(stripped(share))
+    return mine, mine if role is share or role == share else Resources.taking(stripped(role))

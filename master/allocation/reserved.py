@@ -12,13 +12,14 @@ Slaves without reservations never come here: the round's hot path is unchanged f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from master.allocation.ledger import Floor, FrameworkBook, SlaveBook, can_use, declined
 from master.allocation.shared import offered_shared
 from master.allocation.sorter import Millis
 from protocol.wire.reservations import (
+    BASES,
     base_of,
     is_plain,
     offered_to,
@@ -41,15 +42,44 @@ def reserved_roles(millis: Mapping[str, int]) -> dict[str, str]:
 
 class IdleReservations:
     """What is reserved for each role and not allocated (stripped, by reservation role):
-    the quota stage counts it as the role's, and as nobody else's headroom."""
+    the quota stage counts it as the role's, and as nobody else's headroom.
 
-    def __init__(self) -> None:
-        self.by_role: dict[str, Millis] = {}
-        self.all: Millis = {}  # the sum over roles
+    Kept from the first time it is read (a quota's stage, preemption's view of the
+    cluster): until then nothing reads it, and a round offering reserved slaves books
+    nothing here (a fifth of such a round's work); the first read counts it from every
+    slave's free resources (`slaves`), which it always equals."""
+
+    def __init__(self, slaves: Callable[[], Iterable[SlaveBook]] | None = None) -> None:
+        """`slaves`: the allocator's, counted at the first read (None: kept from now)."""
+        self._by_role: dict[str, Millis] = {}
+        self._all: Millis = {}  # the sum over roles
+        self._slaves = slaves
+        self._kept = slaves is None
+
+    @property
+    def by_role(self) -> dict[str, Millis]:
+        self._keep()
+        return self._by_role
+
+    @property
+    def all(self) -> Millis:
+        self._keep()
+        return self._all
+
+    def _keep(self) -> None:
+        if self._kept:
+            return
+        self._kept = True
+        assert self._slaves is not None
+        for slave in self._slaves():
+            if slave.reserved:
+                self.add(slave, slave.unallocated, 1)
 
     def add(self, slave: SlaveBook, delta: Mapping[str, int], sign: int) -> None:
         """`delta` of `slave`'s identities becomes idle (sign 1) or allocated (-1)."""
-        reserved, by_role, every = slave.reserved, self.by_role, self.all
+        if not self._kept:
+            return
+        reserved, by_role, every = slave.reserved, self._by_role, self._all
         for key, amount in delta.items():
             role = reserved.get(key)
             if not role or not amount:
@@ -73,7 +103,16 @@ class IdleReservations:
         resources and of the idle reservations (`add`, sign -1), and into the cluster's
         `allocated` as what it is, whoever's -- one loop for the three books, each key's
         base looked up once (once an offer of a slave holding reservations)."""
-        free, reserved, by_role, every = slave.unallocated, slave.reserved, self.by_role, self.all
+        free = slave.unallocated
+        if not self._kept:  # (the two books alone)
+            bases = BASES
+            for key, amount in delta.items():
+                if key in free:
+                    free[key] -= amount
+                base = bases.get(key) or base_of(key)
+                allocated[base] = allocated.get(base, 0) + amount
+            return
+        reserved, by_role, every = slave.reserved, self._by_role, self._all
         for key, amount in delta.items():
             if key in free:
                 free[key] -= amount

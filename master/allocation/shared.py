@@ -95,6 +95,15 @@ class Copies:
             return Split(delta, delta, delta, NOTHING)
         sid, sizes = slave.slave_id, slave.total.millis
         holders_of = self._holders.get(sid) or NO_VOLUMES
+        if sign > 0 and role is not None and not self._tree:
+            for key in keys:  # (the usual in a round: one copy of volumes nobody holds)
+                if delta[key] != sizes[key] or holders_of.get(key):
+                    break
+            else:  # (then each book counts it as it is: `delta`, no copy to check)
+                for key in keys:
+                    _count(self._holders, sid, key, holder, 1)
+                    _count(self._roles, sid, key, role, 1)
+                return Split(delta, delta, delta, NOTHING)
         nodes = (role, *_path(role)) if self._tree and role is not None else ()
         above: dict[str, dict[str, int]] = {}
         # each volume's size, copies, and whether the slave's, the holder's share and its

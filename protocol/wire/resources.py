@@ -127,6 +127,18 @@ class Resources(Mapping[str, float]):
         return r
 
     @classmethod
+    def taking(cls, millis: dict[str, int]) -> Resources:
+        """`from_millis` of a dict made for this alone, which the caller hands over and
+        never touches again: taken as it is, not copied (a round's offer of a slave
+        holding reservations, built for it)."""
+        if 0 in millis.values():
+            return cls.from_millis(millis)
+        r = cls.__new__(cls)
+        r.millis = millis
+        r._hash = None
+        return r
+
+    @classmethod
     def parse(cls, text: str) -> Self:
         """Parse the command-line form `cpus:2;mem:2200` (also accepts `,` as separator),
         with Mesos's reservations: `cpus(team-a):2;mem(team-a,alice):1024`. Scalars only:
