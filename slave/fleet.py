@@ -35,7 +35,7 @@ from protocol.journal import JournalFile
 from protocol.transport.aio import cancel_and_wait
 from protocol.transport.bus import Bus
 from protocol.transport.patience import Patience
-from protocol.wire.messages import MAX_HEARTBEATS, Heartbeats
+from protocol.wire.messages import MAX_HEARTBEATS, Heartbeats, Wire
 from protocol.wire.topics import Topics
 from slave.kept_resources import load_all
 from slave.registrations import Registrations
@@ -79,10 +79,9 @@ class Fleet:
         for slave in self.slaves:
             slave.updates.on_scheduled = functools.partial(self._resend_due_at, slave)
             slave.registrations = self.registrations
-        # one wildcard for all their topics, each routed to its slave as it starts: what
-        # it brings before (a persistent session's) waits on the bus for that route, and
-        # what is for no slave of this process is dropped there in time, said once a topic
-        await self.bus.subscribe_routes(self.topics.slaves_of(self.principal))
+        for slave in self.slaves:  # before the wildcard: what it brings for them is theirs
+            slave.hold_early()  # (a persistent session's, queued while the process was away)
+        await self.bus.subscribe(self.topics.slaves_of(self.principal), self._unrouted)
         started: list[Slave] = []
         try:
             await load_all([s.resources for s in self.slaves])
@@ -191,3 +190,7 @@ class Fleet:
                 f"cluster {cluster!r} has registered it: is one running there (drfmesos "
                 f"master --cluster {cluster})? (one that refuses it says why: slave.refused)",
             )
+
+    async def _unrouted(self, message: Wire, _reply_to: str | None) -> None:
+        """Something for a slave this process does not run (any more)."""
+        self.log.warning("fleet.unrouted", type=message.TYPE)

@@ -58,6 +58,7 @@ from protocol.wire.messages import (
     StatusAck,
     TaskInfo,
     TaskState,
+    Wire,
 )
 from protocol.wire.reservations import base_of, is_shared, partial_volume, shared_keys
 from protocol.wire.resources import Resources
@@ -93,6 +94,7 @@ __all__ = ["Slave", "SlaveConfig", "TaskRecord"]
 SHUT_DOWN_KEPT = 10_000  # frameworks shut down here remembered (their late reports dropped)
 
 JOURNAL_FILE = "journal"  # the one file of a process's journals, in its (base) work dir
+MAX_HELD_WHILE_RECOVERING = 10_000  # messages for a fleet's slave that wait for its recovery
 
 
 class Slave:
@@ -173,6 +175,8 @@ class Slave:
             registration_timeout=self.config.executor_registration_timeout,
         )  # fmt: skip
         self.executors = self.custom.executors
+        # what reached a fleet's slave before its handlers (hold_early), for them
+        self._early: list[tuple[Wire, str | None]] | None = None
 
     def _journal(self, name: str) -> Journal:
         """Its journal `name`, named by where it was a file of its own in its work dir."""
@@ -185,7 +189,26 @@ class Slave:
         return self.journals.journal(f"{own[len(base) + 1 :]}/{name}")
 
     # -- lifecycle ---------------------------------------------------------------------------
+    def hold_early(self) -> None:
+        """What reaches a fleet's slave from now until its handlers are in place (`start`:
+        a kill for a task it is about to recover) waits for them, instead of being
+        dropped as unrouted. Its fleet calls it for every slave before it subscribes to
+        their topics (by one wildcard, whose handler takes what no slave's route does)."""
+        if self._early is not None:
+            return
+        early = self._early = []
+
+        async def hold(message: Wire, reply_to: str | None) -> None:
+            if len(early) < MAX_HELD_WHILE_RECOVERING:
+                early.append((message, reply_to))
+            else:
+                self.log.warning("slave.dropped_while_recovering", type=message.TYPE)
+
+        self.bus.route(self.inbox, hold)
+
     async def start(self) -> None:
+        if self.config.in_fleet:
+            self.hold_early()
         if not self.config.simulated_tasks:
             self.tenancy = await start_tenancy(self.config, self.log)
             key = await asyncio.to_thread(
@@ -208,10 +231,10 @@ class Slave:
         d.on(Reconcile, self._on_reconcile)
         d.on(Error, self._on_error)
         if self.config.in_fleet:
-            # the process's wildcard subscription brings it; what it brought before (a
-            # persistent session's, queued while the process was away: a kill for a task
-            # just recovered) waited on the bus for this route, and comes first
-            self.bus.route(self.inbox, d)
+            self.bus.route(self.inbox, d)  # the process's wildcard subscription brings it
+            early, self._early = self._early or [], None
+            for message, reply_to in early:
+                await d(message, reply_to)
         else:
             await self.bus.subscribe(self.inbox, d)
         await LeaderWatch.on(self.bus, self.topics, self._on_leader)

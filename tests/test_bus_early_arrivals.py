@@ -120,7 +120,7 @@ async def test_a_kill_sent_while_a_fleet_was_away_reaches_its_slave_after_the_re
         error = errors[1]
         assert error.code == "unknown-task"  # handled by the slave itself
         assert "slave s1" in error.message
-        assert not [line for line in said if line["event"] == "bus.unheard_dropped"]
+        assert not [line for line in said if line["event"] == "fleet.unrouted"]
 
 
 async def test_a_call_queued_while_no_master_led_is_answered_by_the_next_one(

@@ -104,15 +104,9 @@ class Transport(Protocol):
 
     async def unsubscribe(self, topic: str) -> None: ...
 
-    async def subscribe_routes(self, topic: str, qos: int = 1) -> None:
-        """Subscribe to `topic` (a wildcard) for the routes under it (`route`), with no
-        handler of its own: what it brings for a topic no route takes yet waits for one,
-        as anything with no handler does (`unheard`), and is dropped if none comes."""
-
     def route(self, topic: str, handler: Handler | None) -> None:
         """Hand what arrives on `topic` to `handler` (None: stop) without subscribing to
-        it: a wildcard subscription of this transport (`subscribe_routes`) must bring it (a
-        fleet's slaves); what it brought before is handed over first, in arrival order."""
+        it: a wildcard subscription of this transport must bring it (a fleet's slaves)."""
 
     def post(
         self, topic: str, message: Wire, *, qos: int = 1, retain: bool = False, lazy: bool = False

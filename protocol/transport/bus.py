@@ -251,16 +251,9 @@ class Bus:
         self._release(None)
         await self._subscribe(topic, qos)
 
-    async def subscribe_routes(self, topic: str, qos: int = 1) -> None:
-        """See `Transport.subscribe_routes`."""
-        self._subs[topic] = (None, None, qos)
-        self._matched.clear()
-        await self._subscribe(topic, qos)
-
     def route(self, topic: str, handler: Handler | None) -> None:
         """Hand what arrives on `topic` to `handler` (None: stop) without subscribing to it
-        at the broker: a wildcard subscription of this bus (`subscribe_routes`) must bring
-        it."""
+        at the broker: a wildcard subscription of this bus must bring it."""
         if handler is None:
             self._routes.pop(topic, None)
         else:
@@ -593,7 +586,7 @@ class Bus:
         if found is None:
             found = (None, None)
             for pattern, (handler, raw_handler, _) in self._subs.items():
-                if (handler or raw_handler) and topic.matches(pattern):  # (not routes')
+                if topic.matches(pattern):
                     found = (handler, raw_handler)
                     break
             if len(self._matched) >= MAX_MATCHED:

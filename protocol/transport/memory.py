@@ -246,11 +246,6 @@ class MemoryTransport:
         if self._connected:
             self.broker.retained(self, topic)
 
-    async def subscribe_routes(self, topic: str, qos: int = 1) -> None:
-        self._subs[topic] = (None, None)
-        if self._connected:
-            self.broker.retained(self, topic)
-
     async def unsubscribe(self, topic: str) -> None:
         self._subs.pop(topic, None)
 
@@ -313,10 +308,7 @@ class MemoryTransport:
         routed = self._routes.get(topic)  # (brought by a wildcard subscription)
         if routed is not None:
             return routed, None
-        return next(
-            (h for p, h in self._subs.items() if (h[0] or h[1]) and filter_allows(p, topic)),
-            (None, None),
-        )  # (a wildcard for routes, `subscribe_routes`, has no handler of its own)
+        return next((h for p, h in self._subs.items() if filter_allows(p, topic)), (None, None))
 
     def _heard(self, topic: str) -> bool:
         return self._handlers(topic) != (None, None)
