@@ -1,7 +1,9 @@
 """mkdocs hooks: what the docs take from the code and the repository as they are built.
 
 - The experiments' published plots (examples/experiments/results/**/*.png) are served at
-  experiments/results/..., so pages show the committed figures, never copies of them.
+  experiments/results/..., so pages show the committed figures, never copies of them;
+  pages link them where they are in the repository (../../examples/experiments/...), as
+  GitHub shows them, and the site's pages are pointed at where they are served.
 - `<!-- openapi -->` in a page becomes the master's OpenAPI document
   (master.http.openapi), rendered as Markdown: the reference is the document the master
   serves at /api/v1/openapi.json, so it cannot drift from it.
@@ -31,6 +33,10 @@ OPENAPI = "<!-- openapi -->"
 ROLES = "<!-- roles-schema -->"
 METRICS = "<!-- metrics -->"
 DISTANCE = "<!-- ideal-distance -->"
+# the published plots, as a page one folder down links them in the repository, and where
+# the site serves them (`on_files`)
+IN_REPOSITORY = "../../examples/experiments/results/"
+SERVED = "../experiments/results/"
 METRIC = re.compile(
     r'(Counter|Gauge|Histogram)(?:MetricFamily)?\(\s*"(drfmesos_\w+)",\s*((?:"[^"]*"\s*)+)'
 )
@@ -50,6 +56,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    markdown = markdown.replace(f"]({IN_REPOSITORY}", f"]({SERVED}")
     if METRICS in markdown:
         markdown = markdown.replace(METRICS, render_metrics(metrics()))
     if DISTANCE in markdown:

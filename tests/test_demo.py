@@ -73,13 +73,11 @@ async def _run_demo(tmp_path: Path, held: bool) -> None:
         "30",
         "--time-scale",
         "0.05",
-        "--run-dir",
-        str(tmp_path),
         "--log-level",
         "warning",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": os.getcwd(), "COLUMNS": "100"},
+        env={**os.environ, "PYTHONPATH": os.getcwd(), "COLUMNS": "100", "TMPDIR": str(tmp_path)},
     )
     out, _ = await within(proc.communicate(), 110)
     text = out.decode()
@@ -95,7 +93,12 @@ async def _run_demo(tmp_path: Path, held: bool) -> None:
             final[m.group(1)] = float(m.group(2))
     assert set(final) == {"A", "B", "C"}, text
     assert all(share > 0 for share in final.values()), final
-    assert leftovers(tmp_path) == []
+    # its run dir (a temp dir: no --run-dir) held its logs and its throwaway secrets: no
+    # process of it is left, and neither is the dir
+    [run_dir] = re.findall(r"logs and work dirs in (\S+) \(removed when it stops", text)
+    assert Path(run_dir).parent == tmp_path
+    assert leftovers(Path(run_dir)) == []
+    assert not Path(run_dir).exists()
 
 
 def test_the_demos_slaves_offer_ports_of_their_own() -> None:

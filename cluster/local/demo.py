@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
+import shutil
 import socket
 import sys
 import tempfile
@@ -332,7 +333,8 @@ async def _tick(stop: asyncio.Event, seconds: float) -> None:
     "--run-dir",
     type=click.Path(path_type=Path),
     default=None,
-    help="Where logs and slave work dirs go (default: a temp dir).",
+    help="Where logs, slave work dirs and the throwaway credentials go, kept after it "
+    "stops (default: a temp dir, removed when it stops).",
 )
 @click.option(
     "--http",
@@ -356,8 +358,15 @@ def demo(
         raise click.BadParameter("--time-scale must be positive")
     need_all(*demo_extras(broker, insecure))  # all at once, before anything starts
     directory = run_dir or Path(tempfile.mkdtemp(prefix="drfmesos-demo-"))
-    click.echo(f"logs and work dirs in {directory}", err=True)
-    asyncio.run(
-        run_demo(broker, time_scale, duration, arrival, executor, directory, "info", insecure, http)
-    )
+    kept = "" if run_dir else " (removed when it stops: --run-dir keeps them)"
+    click.echo(f"logs and work dirs in {directory}{kept}", err=True)
+    try:
+        asyncio.run(
+            run_demo(
+                broker, time_scale, duration, arrival, executor, directory, "info", insecure, http
+            )
+        )
+    finally:  # (a temp dir of ours holds the demo's secrets: nothing of it is left behind)
+        if run_dir is None:
+            shutil.rmtree(directory, ignore_errors=True)
     sys.exit(0)
