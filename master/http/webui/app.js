@@ -28,6 +28,7 @@ const el = (tag, attrs = {}, ...children) => {
 const link = (route, text) => el("a", { href: "#" + route.map(encodeURIComponent).join("/") }, text);
 const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "-");
 const pct = (x) => (x == null ? "-" : (100 * x).toFixed(1) + "%");
+const count = (n, one) => `${n || 0} ${one}${n === 1 ? "" : "s"}`;  // 1 slave, 2 slaves
 // an amount with its unit: mem and disk are MB (GB from 1024 MB), cpus and gpus counted
 // a reserved resource's name says whose it is: cpus(team-a) is cpus, reserved for team-a
 // (a volume's, disk(team-a)[db:data]): shown as the amount, then whose
@@ -209,8 +210,8 @@ function render() {
   }
   $("totals").replaceChildren(totals);
   const p = c.preemption;
-  $("counters").textContent = `${c.slaves || 0} slaves · ${c.tasks || 0} running tasks · ${c.offers || 0} outstanding offers` +
-    (p ? ` · preempted ${p.tasks_preempted} tasks (${Math.round(p.work_lost_seconds)} task-s of work lost), ${p.in_flight} being preempted` : "");
+  $("counters").textContent = `${count(c.slaves, "slave")} · ${count(c.tasks, "running task")} · ${count(c.offers, "outstanding offer")}` +
+    (p ? ` · preempted ${count(p.tasks_preempted, "task")} (${Math.round(p.work_lost_seconds)} task-s of work lost), ${p.in_flight} being preempted` : "");
 
   const rows = Object.values(view.frameworks).sort((a, b) => a.name.localeCompare(b.name));
   const ended = Object.values(completed).filter((f) => !view.frameworks[f.framework_id]).reverse(); // newest first
