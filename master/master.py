@@ -314,6 +314,12 @@ class Master:
             log=log,
         )
         self.listeners.slave_admitted.append(self.drains.slave_admitted)
+        # a reconciliation ask about a task on a slave still recovering is answered when
+        # it is back, or removed (`reconcile_waits`)
+        answer_waiting = self.framework_calls.answer_waiting
+        self.listeners.slave_admitted.append(lambda slave: answer_waiting(slave.slave_id))
+        self.listeners.slave_removed.append(answer_waiting)
+        self.listeners.framework_gone.append(self.framework_calls.waits.forget)
         self.operator = OperatorCalls(  # quota and weights at run time
             allocator, recorder, outbox, roles, config.roles, request_round=request_round, log=log
         )

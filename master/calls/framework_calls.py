@@ -16,6 +16,7 @@ from master.cycle import OfferCycle
 from master.framework_ids import FrameworkIds
 from master.offers import OfferBook
 from master.outbox import Outbox
+from master.reconcile_waits import ReconcileWaits
 from master.removals import Removals
 from master.slave_values import in_use
 from master.task_states import as_seen, unknown_task
@@ -139,6 +140,8 @@ class FrameworkCalls:
         self.outbox, self.updates, self.removals = outbox, updates, removals
         self.ids, self.request_round, self.log = ids, request_round, log
         self.operations = operations
+        # asks about tasks on slaves still recovering after a failover (`answer_waiting`)
+        self.waits = ReconcileWaits()
 
     def _framework(self, framework_id: str, caller: Caller, about: str) -> Framework | None:
         return framework_of_caller(self.books, self.outbox, framework_id, caller, about)
@@ -574,8 +577,11 @@ class FrameworkCalls:
             )
         if (fw.framework_id, task_id) in self.books.ending:
             return None  # it ended on its slave; the update saying how is on its way
-        if slave_id in self.books.recovering or (slave_id is None and self.books.recovering):
-            return None  # as Mesos: no answer until its slave is back, or removed
+        if slave_id in self.books.recovering:  # as Mesos: no answer until it is back, or
+            self.waits.keep(slave_id, fw.framework_id, task_id)  # removed: then (`waits`)
+            return None
+        if slave_id is None and self.books.recovering:
+            return None  # (no slave named: asked again by the framework, as Mesos)
         state, message = unknown_task(
             slave_id,
             registered=slave_id in self.books.slaves,
@@ -594,6 +600,18 @@ class FrameworkCalls:
         if state.terminal:  # a slave that brings it back has it killed
             fw.declare_ended(status)
         return status
+
+    def answer_waiting(self, slave_id: str) -> None:
+        """The slave re-registered, or was removed: the asks kept about its tasks while it
+        was recovering are answered now, as an ask now would be."""
+        for framework_id, task_ids in self.waits.take(slave_id).items():
+            fw = self.books.frameworks.get(framework_id)
+            if fw is None:
+                continue
+            for task_id in sorted(task_ids):
+                status = self._reconciled(fw, task_id, slave_id)
+                if status is not None:
+                    self.outbox.send_framework(fw, Update(status=status))
 
     async def on_message(self, msg: Message, caller: Caller) -> None:
         fw = self._framework(msg.framework_id, caller, "Message")
