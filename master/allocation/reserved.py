@@ -19,7 +19,6 @@ from master.allocation.ledger import Floor, FrameworkBook, SlaveBook, can_use, d
 from master.allocation.shared import offered_shared
 from master.allocation.sorter import Millis
 from protocol.wire.reservations import (
-    BASES,
     base_of,
     is_plain,
     offered_to,
@@ -103,24 +102,15 @@ class IdleReservations:
         resources and of the idle reservations (`add`, sign -1), and into the cluster's
         `allocated` as what it is, whoever's -- one loop for the three books, each key's
         base looked up once (once an offer of a slave holding reservations)."""
-        free = slave.unallocated
-        if not self._kept:  # (the two books alone)
-            bases = BASES
-            for key, amount in delta.items():
-                if key in free:
-                    free[key] -= amount
-                base = bases.get(key) or base_of(key)
-                allocated[base] = allocated.get(base, 0) + amount
-            return
-        reserved, by_role, every = slave.reserved, self._by_role, self._all
+        free, reserved, kept = slave.unallocated, slave.reserved, self._kept
+        by_role, every = self._by_role, self._all
         for key, amount in delta.items():
             if key in free:
                 free[key] -= amount
             base = base_of(key)
             allocated[base] = allocated.get(base, 0) + amount
-            role = reserved.get(key)
-            if not role or not amount:
-                continue
+            if not kept or not amount or not (role := reserved.get(key)):
+                continue  # (not kept yet: the two books alone)
             every[base] = every.get(base, 0) - amount
             mine = by_role.get(role)
             if mine is None:

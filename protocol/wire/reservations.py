@@ -226,16 +226,16 @@ def check_role(role: str, where: str = "") -> None:
 
 def base_of(key: str) -> str:
     """What a resource is, whoever's: `cpus(team-a)` is cpus."""
-    base = BASES.get(key)
+    base = _BASES.get(key)
     if base is None:
-        if len(BASES) >= _MAXBASES:
-            BASES.clear()
-        base = BASES[key] = key if is_plain(key) else parse_key(key).base
+        if len(_BASES) >= _MAX_BASES:
+            _BASES.clear()
+        base = _BASES[key] = key if is_plain(key) else parse_key(key).base
     return base
 
 
-BASES: dict[str, str] = {}  # a key's base, by key: a round strips each offer's keys 4 times
-_MAXBASES = 1 << 16  # (keys come from slaves and operations: bounded, cleared when full)
+_BASES: dict[str, str] = {}  # a key's base, by key: a round strips each offer's keys 4 times
+_MAX_BASES = 1 << 16  # (keys come from slaves and operations: bounded, cleared when full)
 
 
 def role_of(key: str) -> str | None:
@@ -263,7 +263,7 @@ def partial_volume(need: Mapping[str, int], whole: Mapping[str, int]) -> str | N
 def stripped(millis: Mapping[str, int]) -> dict[str, int]:
     """The amounts by what they are, whoever's (Mesos's stripped scalar quantities)."""
     out: dict[str, int] = {}
-    bases = BASES
+    bases = _BASES
     for key, amount in millis.items():
         base = bases.get(key) or base_of(key)
         out[base] = out.get(base, 0) + amount
