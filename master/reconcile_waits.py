@@ -25,8 +25,10 @@ class ReconcileWaits:
 
     def keep(self, slave_id: str, framework_id: str, task_id: str) -> None:
         """An ask about `task_id` on the recovering `slave_id`, answered when it is back."""
+        if self._kept.get(framework_id, 0) >= MAX_WAITING:
+            return  # (nothing made for it: a set kept empty would outlive the count)
         tasks = self._by_slave.setdefault(slave_id, {}).setdefault(framework_id, set())
-        if task_id in tasks or self._kept.get(framework_id, 0) >= MAX_WAITING:
+        if task_id in tasks:
             return
         tasks.add(task_id)
         self._kept[framework_id] = self._kept.get(framework_id, 0) + 1

@@ -34,3 +34,15 @@ def test_a_gone_frameworks_asks_are_dropped() -> None:
     assert waits.take("s1") == {"g": {"t2"}}
     waits.forget("nobody")
     assert len(waits) == 0
+
+
+def test_an_ask_past_the_bound_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ask not kept (its framework at the bound) is no entry: the slave's later
+    take finds nothing of it, after the framework's other asks were answered."""
+    monkeypatch.setattr(reconcile_waits, "MAX_WAITING", 1)
+    waits = ReconcileWaits()
+    waits.keep("s1", "f", "t1")
+    waits.keep("s2", "f", "t2")  # past the bound
+    assert waits.take("s1") == {"f": {"t1"}}
+    assert waits.take("s2") == {}
+    assert len(waits) == 0
