@@ -11,10 +11,10 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_reservations import idle_of  # (each role's reserved resources free on the slaves)
 
 from master.allocation.allocator import Allocator, AllocatorError
 from master.allocation.quota import Quota
-from protocol.wire.reservations import parse_key
 from protocol.wire.resources import Resources
 
 R = Resources.parse
@@ -50,23 +50,6 @@ def total_of(n: int, parts: list[tuple[str, int]], volume: str) -> Resources:
         out = out + Resources({f"cpus{mark}": cpus, f"mem{mark}": 100 * cpus})
     if volume:
         out = out + R(f"disk({volume}):50;disk({volume})[v{n}:data]<SHARED>:100")
-    return out
-
-
-def idle_of(a: Allocator) -> dict[str, dict[str, int]]:
-    """Each role's reserved resources free on the slaves, by what they are."""
-    out: dict[str, dict[str, int]] = {}
-    for book in a.slaves.values():
-        for key, amount in book.unallocated.items():
-            role = book.reserved.get(key)
-            if role and amount:
-                mine = out.setdefault(role, {})
-                base = parse_key(key).base
-                mine[base] = mine.get(base, 0) + amount
-                if not mine[base]:
-                    del mine[base]
-                    if not mine:
-                        del out[role]
     return out
 
 

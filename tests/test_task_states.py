@@ -276,6 +276,19 @@ async def test_a_slave_that_dies_past_its_timeout_is_removed(
             os.kill(pid_of(pid_file), signal.SIGKILL)
 
 
+async def fail_over(live: Launcher, url: BrokerURL, args: list[str]) -> None:
+    """The master restarted (on its work dir, in `args`), back with the framework, and its
+    one slave (stopped by the test) still awaited."""
+    master = next(p for p in live.parties if p.kind == "master")
+    await live.stop(master)
+    await live.start("master", "master", *args)
+    await wait_state(
+        url,
+        CLUSTER,
+        lambda s: s.recovering_slaves == 1 and any(f.active for f in s.frameworks),
+    )
+
+
 async def test_reconciliation_waits_for_a_slave_not_back_after_a_failover(
     mosquitto: MosquittoBroker, aware: bool, tmp_path: Path
 ) -> None:
@@ -297,14 +310,7 @@ async def test_reconciliation_waits_for_a_slave_not_back_after_a_failover(
         slave = slave_party(live, offer.slave_id)
         slave.proc.send_signal(signal.SIGSTOP)
         try:
-            master = next(p for p in live.parties if p.kind == "master")
-            await live.stop(master)
-            await live.start("master", "master", *args)
-            await wait_state(
-                mosquitto.url,
-                CLUSTER,
-                lambda s: s.recovering_slaves == 1 and any(f.active for f in s.frameworks),
-            )
+            await fail_over(live, mosquitto.url, args)
             ask = [TaskStatus(task_id="t-x", state=TaskState.STAGING, slave_id=offer.slave_id)]
             await driver.reconcile_tasks(ask)
             await wait_state(
@@ -334,14 +340,7 @@ async def test_an_ask_about_a_task_on_a_slave_not_back_yet_is_answered_when_it_i
         slave = slave_party(live, offer.slave_id)
         slave.proc.send_signal(signal.SIGSTOP)  # it cannot re-register until let go
         try:
-            master = next(p for p in live.parties if p.kind == "master")
-            await live.stop(master)
-            await live.start("master", "master", *args)
-            await wait_state(
-                mosquitto.url,
-                CLUSTER,
-                lambda s: s.recovering_slaves == 1 and any(f.active for f in s.frameworks),
-            )
+            await fail_over(live, mosquitto.url, args)
             before = len(rec.of("t1"))
             ask = [TaskStatus(task_id="t1", state=TaskState.RUNNING, slave_id=offer.slave_id)]
             await driver.reconcile_tasks(ask)
