@@ -578,7 +578,7 @@ class FrameworkCalls:
         if (fw.framework_id, task_id) in self.books.ending:
             return None  # it ended on its slave; the update saying how is on its way
         if slave_id in self.books.recovering:  # as Mesos: no answer until it is back, or
-            self.waits.keep(slave_id, fw.framework_id, task_id)  # removed: then (`waits`)
+            self.waits.keep(slave_id, fw.framework_id, fw.principal, task_id)  # removed: then
             return None
         if slave_id is None and self.books.recovering:
             return None  # (no slave named: asked again by the framework, as Mesos)
