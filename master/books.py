@@ -20,6 +20,7 @@ from protocol.wire.health import CommandCheck
 from protocol.wire.messages import (
     TERMINAL_STATES,
     CommandInfo,
+    ExecutorUsage,
     FrameworkCapability,
     KillTask,
     Reason,
@@ -351,7 +352,10 @@ class Slave:
     valued: set[tuple[str, str]] = field(default_factory=set)
     connected: bool = True  # False from its Last Will until it is back (or removed)
     offers: set[str] = field(default_factory=set)
-    used: Resources | None = None  # what its tasks used at its last usage report
+    used: Resources | None = None  # what its tasks and executors used at its last report
+    # its custom executors' last reported usage, by (framework, executor id): each report
+    # names every live one, and replaces these
+    executor_usage: dict[tuple[str, str], ExecutorUsage] = field(default_factory=dict)
     discrete: Discrete = EMPTY  # its ranges and sets (ports): `master.slave_values`
     isolation_warning: str = ""  # what it says it does not enforce between tenants
 
@@ -382,7 +386,7 @@ class Slave:
             connected=self.connected,
             last_heartbeat=last_heartbeat,
             attributes=self.attributes,
-            used=self.used if self.tasks else None,
+            used=self.used if self.tasks or self.executor_usage else None,
             maintenance=maintenance.status if maintenance is not None else None,
             discrete=self.discrete,
             free_discrete=free_discrete,

@@ -1,17 +1,18 @@
-"""What a task uses now, from two of its slave's usage reports: CPU-s/s between them and
-memory at the last, as resources (`cpus`, `mem` in MB) to set beside its allocation."""
+"""What a task (or a custom executor) uses now, from two of its slave's usage reports:
+CPU-s/s between them and memory at the last, as resources (`cpus`, `mem` in MB) to set
+beside its allocation."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from protocol.wire.messages import TaskUsage
+from protocol.wire.messages import ContainerUsage
 from protocol.wire.resources import Resources
 
 MB = 1024 * 1024
 
 
-def used_between(before: TaskUsage | None, after: TaskUsage) -> Resources:
+def used_between(before: ContainerUsage | None, after: ContainerUsage) -> Resources:
     """`cpus`: CPU seconds a second between the reports (none before: no cpus yet);
     `mem`: MB held at the last."""
     mem = round(after.memory_bytes / MB, 1)

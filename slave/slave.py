@@ -255,8 +255,8 @@ class Slave:
             ]
         if not self.config.simulated_tasks:
             usage = report_loop(
-                self.bus, self.to_master, self.slave_id, self.tasks, self.isolator,
-                self.registered, self.config.usage_interval,
+                self.bus, self.to_master, self.slave_id, self.tasks, self.executors,
+                self.isolator, self.registered, self.config.usage_interval,
             )  # fmt: skip
             self._loops.append(asyncio.create_task(usage, name=f"usage-{self.slave_id}"))
         if not self.config.simulated_tasks and self.config.holds_ports:

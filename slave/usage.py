@@ -1,5 +1,6 @@
-"""A slave's running tasks' usage, read from their containers and reported to the master
-every few seconds, all tasks in one `UsageReport` (Mesos's /monitor/statistics, pushed)."""
+"""A slave's running tasks' and custom executors' usage, read from their containers and
+reported to the master every few seconds, all in one `UsageReport` (Mesos's
+/monitor/statistics, pushed)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from protocol.transport.base import Transport
-from protocol.wire.messages import Reason, TaskState, TaskUsage, UsageReport
+from protocol.wire.messages import ExecutorUsage, Reason, TaskState, TaskUsage, UsageReport
+from slave.cgroups import Usage
 from slave.isolator import Container, Isolator
 from slave.runners import Limit, Runner
 
 
-async def collect(slave_id: str, records: Iterable[Any], isolator: Isolator) -> UsageReport:
-    """One look at every running command task (`records`: the slave's TaskRecords)."""
+async def collect(
+    slave_id: str, records: Iterable[Any], isolator: Isolator, executors: Iterable[Any] = ()
+) -> UsageReport:
+    """One look at every running command task (`records`: the slave's TaskRecords) and
+    every live custom executor (`executors`: its ExecutorProcesses), all in one read."""
     running: list[tuple[str, Runner, Container]] = []
     for record in records:
         runner = record.runner
@@ -26,24 +31,32 @@ async def collect(slave_id: str, records: Iterable[Any], isolator: Isolator) -> 
             and not record.state.terminal
         ):
             running.append((record.framework_id, runner, runner.container))
-    usages = await isolator.usage([(c, r.pid or 0) for _, r, c in running])
+    live = [e for e in executors if e.container is not None and e.pid and not e.shutting_down]
+    looks = [(c, r.pid or 0) for _, r, c in running] + [(e.container, e.pid) for e in live]
+    usages = await isolator.usage(looks)
     now = time.time()
     return UsageReport(
         slave_id=slave_id,
         tasks=[
-            TaskUsage(
-                framework_id=framework_id,
-                task_id=runner.task.task_id,
-                cpu_user_seconds=u.cpu_user_seconds,
-                cpu_system_seconds=u.cpu_system_seconds,
-                cpu_throttled_seconds=u.cpu_throttled_seconds,
-                memory_bytes=u.memory_bytes,
-                memory_peak_bytes=u.memory_peak_bytes,
-                timestamp=now,
-            )
-            for (framework_id, runner, _), u in zip(running, usages, strict=True)
+            TaskUsage(framework_id=framework_id, task_id=runner.task.task_id, **_read(u, now))
+            for (framework_id, runner, _), u in zip(running, usages[: len(running)], strict=True)
+        ],
+        executors=[
+            ExecutorUsage(framework_id=e.framework_id, executor_id=e.executor_id, **_read(u, now))
+            for e, u in zip(live, usages[len(running) :], strict=True)
         ],
     )
+
+
+def _read(u: Usage, now: float) -> dict[str, float]:
+    return {
+        "cpu_user_seconds": u.cpu_user_seconds,
+        "cpu_system_seconds": u.cpu_system_seconds,
+        "cpu_throttled_seconds": u.cpu_throttled_seconds,
+        "memory_bytes": u.memory_bytes,
+        "memory_peak_bytes": u.memory_peak_bytes,
+        "timestamp": now,
+    }
 
 
 async def report_loop(
@@ -51,6 +64,7 @@ async def report_loop(
     to_master: str,
     slave_id: str,
     records: dict[Any, Any],
+    executors: dict[Any, Any],
     isolator: Isolator,
     registered: asyncio.Event,
     interval: float,
@@ -59,10 +73,10 @@ async def report_loop(
     lost one is replaced by the next)."""
     while True:
         await asyncio.sleep(interval)
-        if not registered.is_set() or not records:
+        if not registered.is_set() or not (records or executors):
             continue
-        report = await collect(slave_id, list(records.values()), isolator)
-        if report.tasks:
+        report = await collect(slave_id, list(records.values()), isolator, list(executors.values()))
+        if report.tasks or report.executors:
             bus.post(to_master, report, qos=0)
         await stop_oom_killed(list(records.values()))
 

@@ -24,6 +24,7 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
+    ExecutorUsage,
     Reason,
     TaskInfo,
     TaskState,
@@ -472,6 +473,38 @@ async def test_a_custom_executor_and_its_tasks_share_one_cgroup_that_grows_and_s
     assert int(shares.read_text()) == round(1024 * 0.35)
     await kill_task(fw, "two")
     await fw.update_for("two", TaskState.KILLED, timeout=30)
+
+
+async def test_a_custom_executors_use_is_reported_and_counted_on_its_slave(rig: Rig) -> None:
+    """The demo's tasks run under custom executors: their slave's used is the executor's
+    container's (it and its tasks, as Mesos's /monitor/statistics has it); another slave
+    naming that executor is not heard."""
+    fw = await rig.framework()
+    sid = new_slave_id()
+    await rig.start_slave(sid, Resources(cpus=2, mem=1024), isolation="cgroups", usage_interval=0.3)
+    offer = await fw.next_offer()
+    await fw.accept(offer, [executor_task(sid, "one", 300)], refuse=0)
+    await fw.update_for("one", TaskState.RUNNING, timeout=30)
+
+    def slave_used(slave_id: str) -> Resources | None:
+        return next(s for s in rig.master.views.state().slaves if s.slave_id == slave_id).used
+
+    # an interpreter's worth of memory (the executor is Python), within its 128 MB
+    await eventually(lambda: (u := slave_used(sid)) is not None and (u.get("mem") or 0) > 5)
+    used = slave_used(sid)
+    assert used is not None
+    assert (used.get("mem") or 0) < 128
+    other = await rig.start_slave(new_slave_id(), Resources(cpus=1, mem=256), usage_interval=3600)
+    lie = UsageReport(
+        slave_id=other.slave_id,
+        executors=[
+            ExecutorUsage(framework_id=fw.framework_id, executor_id="sleeper", memory_bytes=2**30)
+        ],
+    )
+    await rig.master.slave_calls.on_usage_report(lie, Caller("slave", "slave", None))
+    assert slave_used(other.slave_id) is None  # (nothing of it heard)
+    await kill_task(fw, "one")
+    await fw.update_for("one", TaskState.KILLED, timeout=30)
 
 
 async def test_max_task_pids_limits_the_processes_of_a_task(rig: Rig) -> None:

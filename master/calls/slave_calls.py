@@ -700,8 +700,9 @@ class SlaveCalls:
             self.outbox.send_framework(fw, msg)
 
     async def on_usage_report(self, msg: UsageReport, caller: Caller) -> None:
-        """A slave's look at what its tasks use: kept on each task it names that runs
-        there (a slave speaks for its own tasks only; others are left out, logged)."""
+        """A slave's look at what its command tasks and custom executors use: kept on
+        each task, and on the slave for each executor, that it names and that runs there
+        (a slave speaks for its own alone; others are left out, logged)."""
         slave = self._slave_of(msg.slave_id, caller, "UsageReport")
         if slave is None:
             return
@@ -716,6 +717,15 @@ class SlaveCalls:
             task.used = used_between(task.usage, usage)
             task.usage = usage
             used.append(task.used)
+        before, slave.executor_usage = slave.executor_usage, {}
+        for e in msg.executors:
+            fw = self.books.frameworks.get(e.framework_id)
+            if fw is None or (msg.slave_id, e.executor_id) not in fw.executors:
+                strangers += 1  # (exited meanwhile, or not this slave's to report)
+                continue
+            key = (e.framework_id, e.executor_id)
+            slave.executor_usage[key] = e
+            used.append(used_between(before.get(key), e))
         slave.used = summed(used)
         if strangers:
             self.log.info("usage.unknown_tasks", slave_id=msg.slave_id, count=strangers)

@@ -165,12 +165,10 @@ class CheckpointResources(Wire):
     destroyed: Resources = Field(default_factory=Resources)
 
 
-class TaskUsage(Wire):
-    """What a task used, from its cgroup's accounting (from /proc under posix isolation:
-    no throttling there, and no peak but the last look)."""
+class ContainerUsage(Wire):
+    """What a container used, from its cgroup's accounting (from /proc under posix
+    isolation: no throttling there, and no peak but the last look)."""
 
-    framework_id: Id
-    task_id: Id
     cpu_user_seconds: float = Field(default=0.0, ge=0)
     cpu_system_seconds: float = Field(default=0.0, ge=0)
     cpu_throttled_seconds: float = Field(default=0.0, ge=0)
@@ -179,11 +177,28 @@ class TaskUsage(Wire):
     timestamp: float = 0.0  # when the slave read it
 
 
+class TaskUsage(ContainerUsage):
+    """What a command task used."""
+
+    framework_id: Id
+    task_id: Id
+
+
+class ExecutorUsage(ContainerUsage):
+    """What a custom executor used, with the tasks it runs (one container for them all,
+    as Mesos's /monitor/statistics has it: an executor's, not a task's)."""
+
+    framework_id: Id
+    executor_id: Id
+
+
 class UsageReport(Wire):
-    """Slave -> master every few seconds: its running tasks' usage, all in one message."""
+    """Slave -> master every few seconds: its running command tasks' and custom
+    executors' usage, all in one message."""
 
     slave_id: Id
     tasks: list[TaskUsage] = Field(default_factory=list, max_length=100_000)
+    executors: list[ExecutorUsage] = Field(default_factory=list, max_length=100_000)
 
 
 class Registered(Wire):

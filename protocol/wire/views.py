@@ -78,7 +78,7 @@ class SlaveView(Wire):
     connected: bool = True  # False from its connection's loss until it is back (or removed)
     last_heartbeat: float | None = None  # wall clock, when the master last heard from it
     attributes: dict[str, str] = Field(default_factory=dict)  # its `--attributes`
-    used: Resources | None = None  # what its tasks used at its last usage report
+    used: Resources | None = None  # its tasks' and executors' use at its last report
     # an operator took it out of the offers: "deactivated", "draining" or "drained"
     maintenance: str | None = None
     # what it does not enforce between tenants (protocol.wire.slave.IsolationWarning)
