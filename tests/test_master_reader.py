@@ -18,6 +18,7 @@ from master.http.config import HttpConfig
 from master.http.live_feed import LiveFeed
 from master.http.reader import (
     BookCounts,
+    ExecutorUsageRow,
     FrameworkShare,
     Gauges,
     MasterReader,
@@ -29,6 +30,7 @@ from master.rate_limits import RateLimits
 from protocol.transport.message_counts import MessageCounts
 from protocol.wire.messages import (
     ClusterEvent,
+    ExecutorUsage,
     FileData,
     FrameworkView,
     Offer,
@@ -105,6 +107,12 @@ class FakeMaster:
             memory_peak_bytes=2048,
         )
         yield TaskUsageRow("fw-1", "t-1", "s-1", usage)
+
+    def executor_usage(self) -> Iterator[ExecutorUsageRow]:
+        usage = ExecutorUsage(
+            framework_id="fw-1", executor_id="e-1", cpu_user_seconds=3.0, memory_bytes=4096
+        )
+        yield ExecutorUsageRow("fw-1", "e-1", "s-1", usage)
 
     def state(self, include_tasks: bool = True) -> State:
         raise AssertionError("the whole state was built for a narrow question")
@@ -194,3 +202,8 @@ async def test_health_and_metrics_read_the_counts_the_reader_gives(
     assert 'drfmesos_framework_dominant_share{framework_id="fw-1",name="A",role="eng"} 0.25' in text
     assert 'drfmesos_role_dominant_share{role="eng"} 0.25' in text
     assert 'drfmesos_task_memory_bytes{framework_id="fw-1",slave_id="s-1",task_id="t-1"}' in text
+    executor = 'executor_id="e-1",framework_id="fw-1"'
+    assert f'drfmesos_executor_memory_bytes{{{executor},slave_id="s-1"}} 4096.0' in text
+    assert (
+        f'drfmesos_executor_cpu_seconds_total{{{executor},mode="user",slave_id="s-1"}} 3.0' in text
+    )

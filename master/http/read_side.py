@@ -22,7 +22,7 @@ from master.config import MasterInfo
 from master.counters import MessageCounts, SlaveChurn
 from master.http import readout
 from master.http.live_feed import LiveFeed
-from master.http.reader import BookCounts, Gauges, TaskUsageRow
+from master.http.reader import BookCounts, ExecutorUsageRow, Gauges, TaskUsageRow
 from master.http.slave_pages import slave_page
 from master.http.snapshot import (
     LISTED_SLAVES,
@@ -225,6 +225,9 @@ class ReadSide:
 
     def task_usage(self) -> Iterator[TaskUsageRow]:
         return readout.task_usage(self.books)
+
+    def executor_usage(self) -> Iterator[ExecutorUsageRow]:
+        return readout.executor_usage(self.books)
 
     def slave_view(self, slave_id: str) -> SlaveView:
         slave = self.books.slaves[slave_id]

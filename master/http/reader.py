@@ -18,6 +18,7 @@ from master.why_answers import Refusal
 from protocol.transport.message_counts import MessageCounts
 from protocol.wire.messages import (
     ClusterEvent,
+    ExecutorUsage,
     FileData,
     FrameworkView,
     Offer,
@@ -46,6 +47,14 @@ class TaskUsageRow:
     task_id: str
     slave_id: str
     usage: TaskUsage
+
+
+@dataclass(frozen=True)
+class ExecutorUsageRow:
+    framework_id: str
+    executor_id: str
+    slave_id: str
+    usage: ExecutorUsage
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,7 @@ class MasterReader(Protocol):
     def counts(self) -> BookCounts: ...
     def gauges(self) -> Gauges: ...
     def task_usage(self) -> Iterator[TaskUsageRow]: ...
+    def executor_usage(self) -> Iterator[ExecutorUsageRow]: ...
     def state(self, include_tasks: bool = True) -> State: ...
     def framework_views(self) -> tuple[list[FrameworkView], list[FrameworkView]]:
         """The registered frameworks, and the last ones removed (oldest first)."""

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from master.books import Books
-from master.http.reader import BookCounts, FrameworkShare, Gauges, TaskUsageRow
+from master.http.reader import BookCounts, ExecutorUsageRow, FrameworkShare, Gauges, TaskUsageRow
 from protocol.wire.messages import RoleView
 
 
@@ -88,3 +88,10 @@ def task_usage(books: Books) -> Iterator[TaskUsageRow]:
         for task in fw.tasks.values():
             if task.usage is not None:
                 yield TaskUsageRow(fw.framework_id, task.task_id, task.slave_id, task.usage)
+
+
+def executor_usage(books: Books) -> Iterator[ExecutorUsageRow]:
+    """What each live custom executor uses (it and its tasks), as its slave last reported it."""
+    for slave in books.slaves.values():
+        for (framework_id, executor_id), usage in slave.executor_usage.items():
+            yield ExecutorUsageRow(framework_id, executor_id, slave.slave_id, usage)

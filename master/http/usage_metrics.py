@@ -1,20 +1,23 @@
-"""Per-task usage metrics at `/metrics`: what each running task uses, as its slave last
-reported it (`UsageReport`, from the task's cgroup), beside what it was allocated.
+"""Usage metrics at `/metrics`: what each running command task and custom executor uses,
+as its slave last reported it (`UsageReport`, from its cgroup), beside what it was
+allocated. A custom executor's container holds it and its tasks: its series are the
+executor's (`drfmesos_executor_*`), as Mesos's /monitor/statistics counts them.
 
-Counters (CPU seconds) are the slave's totals for the task, so a rate over them is the
-task's CPU use; a task's series ends with the task.
+Counters (CPU seconds) are the slave's totals for the container, so a rate over them is
+its CPU use; a series ends with its task or executor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from master.http.reader import MasterReader
+from protocol.wire.messages import ContainerUsage
 
-LABELS = ["framework_id", "task_id", "slave_id"]
+Rows = Iterable[tuple[list[str], ContainerUsage]]  # (label values, usage)
 
 
 class TaskUsageCollector(Collector):
@@ -22,31 +25,42 @@ class TaskUsageCollector(Collector):
         self.master = master
 
     def collect(self) -> Iterator[Metric]:
-        cpu = CounterMetricFamily(
-            "drfmesos_task_cpu_seconds",
-            "CPU time a running task used, by mode (user, system).",
-            labels=[*LABELS, "mode"],
+        tasks = (
+            ([r.framework_id, r.task_id, r.slave_id], r.usage) for r in self.master.task_usage()
         )
-        throttled = CounterMetricFamily(
-            "drfmesos_task_cpu_throttled_seconds",
-            "Time a running task was held back by its CPU cap (CFS).",
-            labels=LABELS,
+        yield from families(
+            "task", "a running task", ["framework_id", "task_id", "slave_id"], tasks
         )
-        memory = GaugeMetricFamily(
-            "drfmesos_task_memory_bytes", "Memory a running task uses now.", labels=LABELS
+        executors = (
+            ([r.framework_id, r.executor_id, r.slave_id], r.usage)
+            for r in self.master.executor_usage()
         )
-        peak = GaugeMetricFamily(
-            "drfmesos_task_memory_peak_bytes", "The most memory a running task used.", labels=LABELS
-        )
-        for row in self.master.task_usage():
-            u = row.usage
-            labels = [row.framework_id, row.task_id, row.slave_id]
-            cpu.add_metric([*labels, "user"], u.cpu_user_seconds)
-            cpu.add_metric([*labels, "system"], u.cpu_system_seconds)
-            throttled.add_metric(labels, u.cpu_throttled_seconds)
-            memory.add_metric(labels, u.memory_bytes)
-            peak.add_metric(labels, u.memory_peak_bytes)
-        yield cpu
-        yield throttled
-        yield memory
-        yield peak
+        labels = ["framework_id", "executor_id", "slave_id"]
+        yield from families("executor", "a custom executor (with its tasks)", labels, executors)
+
+
+def families(kind: str, what: str, labels: list[str], rows: Rows) -> list[Metric]:
+    """The four series of one kind of container (`drfmesos_<kind>_...`)."""
+    cpu = CounterMetricFamily(
+        f"drfmesos_{kind}_cpu_seconds",
+        f"CPU time {what} used, by mode (user, system).",
+        labels=[*labels, "mode"],
+    )
+    throttled = CounterMetricFamily(
+        f"drfmesos_{kind}_cpu_throttled_seconds",
+        f"Time {what} was held back by its CPU cap (CFS).",
+        labels=labels,
+    )
+    memory = GaugeMetricFamily(
+        f"drfmesos_{kind}_memory_bytes", f"Memory {what} uses now.", labels=labels
+    )
+    peak = GaugeMetricFamily(
+        f"drfmesos_{kind}_memory_peak_bytes", f"The most memory {what} used.", labels=labels
+    )
+    for values, u in rows:
+        cpu.add_metric([*values, "user"], u.cpu_user_seconds)
+        cpu.add_metric([*values, "system"], u.cpu_system_seconds)
+        throttled.add_metric(values, u.cpu_throttled_seconds)
+        memory.add_metric(values, u.memory_bytes)
+        peak.add_metric(values, u.memory_peak_bytes)
+    return [cpu, throttled, memory, peak]
