@@ -17,16 +17,17 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from test_failover_slave_claims import Failover, reregister
+from test_failover_slave_claims import Failover, T, reregister
 
 from cluster.local.secure import provision
+from master import reconcile_waits
 from master.ha.registry import MemoryStore
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.framework import Reconcile, ReconcileTask
 from protocol.wire.messages import MAX_RECONCILE_TASKS, Update
 
 from harness.fakes import FakeFramework
-from harness.helpers import eventually
+from harness.helpers import eventually, open_transport
 
 PRINCIPALS = [
     ("master", "master"),
@@ -44,6 +45,15 @@ async def failover_cluster(tmp_path: Path) -> AsyncIterator[Failover]:
         c = Failover(store, broker, stack, MemoryStore(), None)  # type: ignore[arg-type]
         c.master = await c.start_master("master-1")
         yield c
+
+
+async def framework(name: str, c: Failover, i: int) -> FakeFramework:
+    """A framework of mallory's, subscribed, on a connection and inbox of its own."""
+    bus = await open_transport(c.stack, c.broker.connector("mallory"), f"mallory-{i}")
+    fw = FakeFramework(bus, T, f"in-{i}")
+    await bus.subscribe(T.outbox("framework", "mallory") + f"/in-{i}", fw.receive)
+    await fw.subscribe(f"{name}{i}", role="mallory")
+    return fw
 
 
 async def ask_about(fw: FakeFramework, slave_id: str, ids: list[str]) -> None:
@@ -109,3 +119,31 @@ async def test_kept_asks_answered_as_their_slave_returns_do_not_stall_the_master
             await mallory.inbox.wait_until(lambda: len(mallory.inbox.of(Update)) > 0, 60)
         # on_reconcile handles the same asks in slices of 256; a slave's return must too
         assert probe.worst < 0.5, f"the master's loop stood still {probe.worst:.2f} s"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack83: ReconcileWaits bounds the asks kept per framework, not per principal; "
+    "a tenant's 200 frameworks (--max-frameworks-per-principal) keep 200 x 250,000 asks "
+    "(some 70 MB each, measured)",
+)
+async def test_a_tenants_frameworks_together_keep_no_more_asks_than_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bound stands for what one tenant may make the master keep: one principal's
+    frameworks together should be held to it, as its frameworks share its rate limit."""
+    monkeypatch.setattr(reconcile_waits, "MAX_WAITING", 1_000)  # (250,000 in production)
+    async with failover_cluster(tmp_path) as c:
+        await c.slave("slave-a", "sa")
+        await c.fail_over()
+        assert "sa" in c.master.books.recovering
+        frameworks = [await framework("m", c, i) for i in range(4)]  # (200 by default)
+        for fw in frameworks:
+            await ask_about(fw, "sa", [f"t-{i}" for i in range(1_000)])
+        # a last ask answered at once (a slave nobody knows): the principal's calls are
+        # handled in order, so every ask above was handled before it
+        last = frameworks[-1]
+        await ask_about(last, "nowhere", ["probe"])
+        await last.inbox.wait_for(Update, lambda u: u.status.task_id == "probe")
+        kept = len(c.master.framework_calls.waits)
+        assert kept <= reconcile_waits.MAX_WAITING, f"one principal's frameworks keep {kept}"
