@@ -316,9 +316,8 @@ class Master:
         self.listeners.slave_admitted.append(self.drains.slave_admitted)
         # a reconciliation ask about a task on a slave still recovering is answered when
         # it is back, or removed (`reconcile_waits`)
-        answer_waiting = self.framework_calls.answer_waiting
-        self.listeners.slave_admitted.append(lambda slave: answer_waiting(slave.slave_id))
-        self.listeners.slave_removed.append(answer_waiting)
+        self.listeners.slave_admitted.append(lambda slave: self._answer_kept(slave.slave_id))
+        self.listeners.slave_removed.append(self._answer_kept)
         self.listeners.framework_gone.append(self.framework_calls.waits.forget)
         self.operator = OperatorCalls(  # quota and weights at run time
             allocator, recorder, outbox, roles, config.roles, request_round=request_round, log=log
@@ -422,6 +421,12 @@ class Master:
                 AskWhy: self.why_calls.on_ask_why,
             },
         }
+
+    def _answer_kept(self, slave_id: str) -> None:
+        """The reconciliation asks kept about a slave's tasks, answered now it is back or
+        removed: each piece in its principal's queue, served in turn beside the others'."""
+        for principal, work in self.framework_calls.kept_answers(slave_id):
+            self.intake.later("framework", principal, work)
 
     async def start(self) -> None:
         self.recovery.recover()

@@ -91,12 +91,6 @@ class LagProbe:
         self._task.cancel()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack83: answer_waiting answers every kept ask of a slave in one go, without "
-    "letting the loop run (on_reconcile breathes every 256 asks); a tenant's 100,000 "
-    "asks stall the master for seconds as the slave re-registers",
-)
 async def test_kept_asks_answered_as_their_slave_returns_do_not_stall_the_master(
     tmp_path: Path,
 ) -> None:
@@ -121,12 +115,6 @@ async def test_kept_asks_answered_as_their_slave_returns_do_not_stall_the_master
         assert probe.worst < 0.5, f"the master's loop stood still {probe.worst:.2f} s"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack83: ReconcileWaits bounds the asks kept per framework, not per principal; "
-    "a tenant's 200 frameworks (--max-frameworks-per-principal) keep 200 x 250,000 asks "
-    "(some 70 MB each, measured)",
-)
 async def test_a_tenants_frameworks_together_keep_no_more_asks_than_the_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,7 +4,8 @@ reconcile, ... (Subscribe itself: master.calls.subscribe)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from master.allocation.allocator import Allocator, AllocatorError
@@ -14,6 +15,7 @@ from master.calls.resource_operations import OperationError, ResourceOperations
 from master.calls.status_updates import heard_state
 from master.cycle import OfferCycle
 from master.framework_ids import FrameworkIds
+from master.intake.queues import Work
 from master.offers import OfferBook
 from master.outbox import Outbox
 from master.reconcile_waits import ReconcileWaits
@@ -49,6 +51,10 @@ from protocol.wire.messages import (
 )
 from protocol.wire.reservations import DESTROY, NON_SPECULATIVE
 from protocol.wire.resources import Resources
+
+# asks answered in one turn of the loop: a Reconcile's list, and the asks kept for a slave
+# that is back (each piece of those waits in its principal's queue)
+ANSWERS_A_TURN = 256
 
 FAILED_OVER = "failed-over"  # a call of a scheduler another took its framework over from
 
@@ -546,7 +552,7 @@ class FrameworkCalls:
         else:
             asked = [(t.task_id, t.slave_id) for t in msg.tasks]
         for i, (task_id, slave_id) in enumerate(asked):
-            if i and not i % 256:  # a long list lets the loop breathe (health, rounds)
+            if i and not i % ANSWERS_A_TURN:  # a long list lets the loop breathe (health, rounds)
                 await asyncio.sleep(0)
                 if fw.framework_id not in self.books.frameworks:
                     return  # removed meanwhile
@@ -601,17 +607,28 @@ class FrameworkCalls:
             fw.declare_ended(status)
         return status
 
-    def answer_waiting(self, slave_id: str) -> None:
+    def kept_answers(self, slave_id: str) -> Iterator[tuple[str, Work]]:
         """The slave re-registered, or was removed: the asks kept about its tasks while it
-        was recovering are answered now, as an ask now would be."""
+        was recovering, answered as an ask now would be, in pieces of ANSWERS_A_TURN each
+        with the principal whose queue it is to wait in. A tenant may have kept 250,000:
+        answered in one go they held the master's loop for seconds (attack 83)."""
         for framework_id, task_ids in self.waits.take(slave_id).items():
             fw = self.books.frameworks.get(framework_id)
             if fw is None:
                 continue
-            for task_id in sorted(task_ids):
-                status = self._reconciled(fw, task_id, slave_id)
-                if status is not None:
-                    self.outbox.send_framework(fw, Update(status=status))
+            ordered = sorted(task_ids)
+            for i in range(0, len(ordered), ANSWERS_A_TURN):
+                asks = ordered[i : i + ANSWERS_A_TURN]
+                yield fw.principal, partial(self._answer_kept, framework_id, slave_id, asks)
+
+    async def _answer_kept(self, framework_id: str, slave_id: str, task_ids: list[str]) -> None:
+        fw = self.books.frameworks.get(framework_id)
+        if fw is None:
+            return  # (gone meanwhile: answered to nobody)
+        for task_id in task_ids:
+            status = self._reconciled(fw, task_id, slave_id)
+            if status is not None:
+                self.outbox.send_framework(fw, Update(status=status))
 
     async def on_message(self, msg: Message, caller: Caller) -> None:
         fw = self._framework(msg.framework_id, caller, "Message")

@@ -201,6 +201,12 @@ class CallIntake:
         self._put(caller.kind, caller.principal, 1, serve)
         await served
 
+    def later(self, kind: str, principal: str, work: Work) -> None:
+        """The master's own work for a principal (answers it asked for before), in its
+        queue behind its calls, served in its turn beside everybody else's; not a call:
+        not counted against its rate limit (the asks were)."""
+        self._put(kind, principal, 1, work, limited=False)
+
     def _put(
         self, kind: str, principal: str, calls: int, serve: Work, limited: bool = True
     ) -> None:
