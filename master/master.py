@@ -97,6 +97,7 @@ from protocol.wire.messages import (
     Reregister,
     Revive,
     SetQuota,
+    SetQuotas,
     SetWeights,
     StatusUpdate,
     Subscribe,
@@ -411,6 +412,7 @@ class Master:
             "operator": {
                 Teardown: f.on_teardown,
                 SetQuota: o.on_set_quota,
+                SetQuotas: o.on_set_quotas,
                 MarkSlaveGone: self.partitions.on_mark_slave_gone,
                 DrainSlave: self.drains.on_drain_slave,
                 DeactivateSlave: self.drains.on_deactivate_slave,

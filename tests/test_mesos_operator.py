@@ -308,6 +308,85 @@ async def test_operator_calls_answer_as_mesos_and_refuse_bad_input(ops: Ops) -> 
     assert (await weights())["printer"] == 3.0
 
 
+async def test_quota_teardown_and_mark_agent_gone_through_the_operator_api(ops: Ops) -> None:
+    """Mesos's UPDATE_QUOTA (all or none), SET_QUOTA and REMOVE_QUOTA, TEARDOWN and
+    MARK_AGENT_GONE, each through the bus's own handler: what GET_QUOTA, GET_FRAMEWORKS
+    and GET_AGENTS say after them, and a 400 that changes nothing for what cannot be."""
+
+    def config(role: str, guarantees: dict[str, float], **limits: float) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": role}
+        out["guarantees"] = {name: {"value": v} for name, v in guarantees.items()}
+        if limits:
+            out["limits"] = {name: {"value": v} for name, v in limits.items()}
+        return out
+
+    def update(*configs: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "UPDATE_QUOTA", "update_quota": {"quota_configs": list(configs)}}
+
+    async def quotas() -> dict[str, dict[str, Any]]:
+        _, body = await ops.call({"type": "GET_QUOTA"})
+        return {c["role"]: c for c in body["get_quota"]["status"]["configs"]}
+
+    status, body = await ops.call(
+        update(config("eng", {"cpus": 1}, cpus=2), config("eng/web", {"cpus": 0.5}))
+    )
+    assert status == 200, body
+    assert (await quotas())["eng"]["limits"] == {"cpus": {"value": 2.0}}
+    assert (await quotas())["eng/web"]["guarantees"] == {"cpus": {"value": 0.5}}
+    # all or none: eng's guarantee below its sub-role's refuses ops' too
+    status, body = await ops.call(update(config("ops", {"cpus": 1}), config("eng", {"cpus": 0.2})))
+    assert status == 400
+    assert "exceed their parent eng's" in body["error"]
+    assert set(await quotas()) == {"eng", "eng/web"}
+    for bad in (
+        update(config("ops", {"cpus": -1})),
+        update(config("ops", {"cpus": 1}), config("ops", {"mem": 1})),
+        {"type": "UPDATE_QUOTA", "update_quota": {"quota_configs": "eng"}},
+    ):
+        status, body = await ops.call(bad)
+        assert status == 400, (bad, body)
+    # the older calls: SET_QUOTA's guarantee is its limit too, for a role without one
+    cpus = [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 1}}]
+    set_ops = {
+        "type": "SET_QUOTA",
+        "set_quota": {"quota_request": {"role": "ops", "guarantee": cpus}},
+    }
+    assert (await ops.call(set_ops))[0] == 200
+    assert (await quotas())["ops"]["limits"] == {"cpus": {"value": 1.0}}
+    assert (await ops.call(set_ops))[0] == 400  # (it has one: UPDATE_QUOTA changes it)
+    remove = {"type": "REMOVE_QUOTA", "remove_quota": {"role": "ops"}}
+    assert (await ops.call(remove))[0] == 200
+    assert "ops" not in await quotas()
+    assert (await ops.call(remove))[0] == 400
+
+    # TEARDOWN: the framework goes, its task with it
+    _, driver = ops.printer("sleep 300", 1)
+    await driver.start()
+    try:
+        as_ops = as_principal(ops.url, ops.store, "ops")
+        await wait_state(
+            as_ops, CLUSTER, lambda s: any(t.state.value == "TASK_RUNNING" for t in s.tasks)
+        )
+        teardown = {
+            "type": "TEARDOWN",
+            "teardown": {"framework_id": {"value": driver.framework_id}},
+        }
+        assert (await ops.call(teardown))[0] == 200
+        await wait_state(as_ops, CLUSTER, lambda s: not s.frameworks and not s.tasks)
+        assert (await ops.call(teardown))[0] == 400  # (no framework of that id now)
+    finally:
+        await driver.stop()
+    # MARK_AGENT_GONE: the slave is gone for good
+    _, body = await ops.call({"type": "GET_AGENTS"})
+    [agent] = body["get_agents"]["agents"]
+    agent_id = agent["agent_info"]["id"]["value"]
+    gone = {"type": "MARK_AGENT_GONE", "mark_agent_gone": {"agent_id": {"value": agent_id}}}
+    assert (await ops.call(gone))[0] == 200
+    await wait_state(as_ops, CLUSTER, lambda s: not s.slaves)
+    unknown = {"type": "MARK_AGENT_GONE", "mark_agent_gone": {"agent_id": {"value": "nobody"}}}
+    assert (await ops.call(unknown))[0] == 400
+
+
 async def test_the_classic_endpoints_answer_with_mesos_field_names(ops: Ops) -> None:
     _, driver = ops.printer("sleep 300", 1)
     await driver.start()

@@ -82,8 +82,14 @@ class RoleSettings:
     def quota_problem(self, role: str, quota: Quota | None) -> str | None:
         """Why `role` cannot have `quota` (None: cleared) beside the others' (None if it
         can): a role this policy has not, or guarantees that do not nest on a tree."""
-        nesting = nesting_problem(self.quotas, {role: quota}) if self.is_tree() else None
-        return self.problem(role) or nesting
+        return self.quotas_problem({role: quota})
+
+    def quotas_problem(self, changes: Mapping[str, Quota | None]) -> str | None:
+        """`quota_problem` of several roles' quotas set at once (None: cleared)."""
+        for role in changes:
+            if problem := self.problem(role):
+                return problem
+        return nesting_problem(self.quotas, changes) if self.is_tree() else None
 
     def is_tree(self) -> bool:
         """Roles are paths whose ancestors count (quotas and weights on every node)."""

@@ -17,7 +17,7 @@ from master.ha.recorder import Recorder
 from master.outbox import Outbox
 from master.roles_file import QuotaSpec, RolesFile, RoleSpec, save_roles
 from protocol.wire.codec import describe_validation
-from protocol.wire.messages import SetQuota, SetWeights, WatchEvents, Watching
+from protocol.wire.messages import SetQuota, SetQuotas, SetWeights, WatchEvents, Watching
 
 
 class OperatorCalls:
@@ -42,40 +42,59 @@ class OperatorCalls:
 
     async def on_set_quota(self, msg: SetQuota, caller: Caller) -> None:
         """Set or clear a role's quota; refused (and nothing changed) if it cannot be."""
-        try:
-            spec = QuotaSpec.model_validate({"guarantee": msg.guarantee, "limit": msg.limit})
-        except ValidationError as e:
-            self.outbox.refuse(
-                caller, describe_validation(e), "invalid-quota", "SetQuota", role=msg.role
-            )
-            return
-        clear = not msg.guarantee and msg.limit is None
-        problem = self.allocator.roles.quota_problem(msg.role, None if clear else spec.quota())
+        await self._set_quotas([msg], caller, "SetQuota")
+
+    async def on_set_quotas(self, msg: SetQuotas, caller: Caller) -> None:
+        """Set or clear several roles' quotas, all or none (Mesos's UPDATE_QUOTA): each
+        checked, and their guarantees' nesting together, before any is recorded."""
+        await self._set_quotas(msg.quotas, caller, "SetQuotas")
+
+    async def _set_quotas(self, asked: list[SetQuota], caller: Caller, about: str) -> None:
+        specs: dict[str, QuotaSpec | None] = {}  # (None: cleared)
+        for msg in asked:
+            try:
+                spec = QuotaSpec.model_validate({"guarantee": msg.guarantee, "limit": msg.limit})
+            except ValidationError as e:
+                self.outbox.refuse(
+                    caller, describe_validation(e), "invalid-quota", about, role=msg.role
+                )
+                return
+            specs[msg.role] = None if not msg.guarantee and msg.limit is None else spec
+        changes = {role: None if spec is None else spec.quota() for role, spec in specs.items()}
+        problem = self.allocator.roles.quotas_problem(changes)
         if problem:
-            self.outbox.refuse(caller, problem, "invalid-quota", "SetQuota", role=msg.role)
+            self.outbox.refuse(caller, problem, "invalid-quota", about, role=",".join(specs))
             return
-        if not await self.recorder.quota(msg.role, msg.guarantee, msg.limit, caller):
-            return
-        if clear:
+        for msg in asked:  # (a write that fails says so, and is the leader's last)
+            if not await self.recorder.quota(msg.role, msg.guarantee, msg.limit, caller):
+                return
+        for msg in asked:
+            self._quota_set(msg, specs[msg.role], caller)
+        if self.roles_path is not None:  # kept in the roles file, as the issue of record
+            await asyncio.to_thread(save_roles, self.roles_path, self.roles)
+        self.request_round()
+
+    def _quota_set(self, msg: SetQuota, spec: QuotaSpec | None, caller: Caller) -> None:
+        """A role's quota, recorded, takes effect (None: cleared)."""
+        if spec is None:
             self.allocator.roles.remove_quota(msg.role)
         else:
             self.allocator.roles.set_quota(msg.role, spec.quota())
         current = self.roles.roles.get(msg.role) or RoleSpec(
             weight=self.allocator.roles.weight(msg.role)
         )
-        self.roles.roles[msg.role] = current.model_copy(update={"quota": None if clear else spec})
-        if self.roles_path is not None:  # kept in the roles file, as the issue of record
-            await asyncio.to_thread(save_roles, self.roles_path, self.roles)
+        self.roles.roles[msg.role] = current.model_copy(update={"quota": spec})
         unsatisfiable = self.allocator.roles.unsatisfiable().get(msg.role)
         detail = f"{msg.role}: " + (
-            "cleared" if clear else f"guarantee {msg.guarantee or '-'}, limit {msg.limit or '-'}"
+            "cleared"
+            if spec is None
+            else f"guarantee {msg.guarantee or '-'}, limit {msg.limit or '-'}"
         )
         if unsatisfiable:
             detail += f" (unsatisfiable: {unsatisfiable})"
             self.log.warning("quota.unsatisfiable", role=msg.role, why=unsatisfiable)
         self.log.info("quota.set", role=msg.role, by=caller.principal, detail=detail)
         self.outbox.emit("quota", detail=detail)
-        self.request_round()
 
     async def on_set_weights(self, msg: SetWeights, caller: Caller) -> None:
         """Set roles' weights (Mesos's /weights); all or none: refused if any role cannot

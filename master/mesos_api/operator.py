@@ -1,19 +1,19 @@
 """Mesos's v1 operator API on the master: `POST /api/v1`, JSON, operator principals only.
 
 Served: GET_HEALTH, GET_VERSION, GET_STATE, GET_FRAMEWORKS, GET_AGENTS, GET_EXECUTORS,
-GET_TASKS, GET_ROLES, GET_WEIGHTS, UPDATE_WEIGHTS, GET_QUOTA, GET_MASTER, DRAIN_AGENT,
-DEACTIVATE_AGENT, REACTIVATE_AGENT, RESERVE_RESOURCES, UNRESERVE_RESOURCES, CREATE_VOLUMES,
-DESTROY_VOLUMES, GROW_VOLUME, SHRINK_VOLUME (our OperateResources), and SUBSCRIBE
-(the event stream, master.mesos_api.events); and one call of drfmesos's own beside them,
-GET_FRAMEWORK_WHY (`{"type": "GET_FRAMEWORK_WHY", "get_framework_why": {"framework_id":
-{"value": ID}}}`): why a framework is offered nothing, as `drfmesos why` says it
-(GET_FRAMEWORKS is Mesos's, unchanged). UPDATE_WEIGHTS goes through the handler of
-our own `SetWeights` operator message: recorded in the registry, written to the roles
-file, refused whole if one role cannot have a weight; DRAIN_AGENT, DEACTIVATE_AGENT and
-REACTIVATE_AGENT through those of `DrainSlave`, `DeactivateSlave`, `ReactivateSlave`
-(master.calls.drains), answered once the registry has them. Every other Mesos call type is
-answered 501, saying it is not served here; anything else is a 400 that says what is
-wrong, and changes nothing.
+GET_TASKS, GET_ROLES, GET_WEIGHTS, UPDATE_WEIGHTS, GET_QUOTA, UPDATE_QUOTA, SET_QUOTA,
+REMOVE_QUOTA, GET_MASTER, TEARDOWN, DRAIN_AGENT, DEACTIVATE_AGENT, REACTIVATE_AGENT,
+MARK_AGENT_GONE, RESERVE_RESOURCES, UNRESERVE_RESOURCES, CREATE_VOLUMES, DESTROY_VOLUMES,
+GROW_VOLUME, SHRINK_VOLUME (our OperateResources), and SUBSCRIBE (the event stream,
+master.mesos_api.events); and one call of drfmesos's own beside them, GET_FRAMEWORK_WHY
+(`{"type": "GET_FRAMEWORK_WHY", "get_framework_why": {"framework_id": {"value": ID}}}`):
+why a framework is offered nothing, as `drfmesos why` says it (GET_FRAMEWORKS is Mesos's,
+unchanged). Each call that changes something goes through the handler of the operator
+message the bus would carry (UPDATE_WEIGHTS: `SetWeights`; the quota calls: `SetQuotas`,
+all or none; TEARDOWN: `Teardown`; the agent calls: `DrainSlave`, `DeactivateSlave`,
+`ReactivateSlave`, `MarkSlaveGone`), answered once the registry has it. Every other Mesos
+call type is answered 501, saying it is not served here; anything else is a 400 that says
+what is wrong, and changes nothing.
 """
 
 from __future__ import annotations
@@ -40,10 +40,13 @@ from protocol.wire.codec import describe_validation
 from protocol.wire.messages import (
     DeactivateSlave,
     DrainSlave,
+    MarkSlaveGone,
     OfferOperation,
     OperateResources,
     ReactivateSlave,
+    SetQuotas,
     SetWeights,
+    Teardown,
     Wire,
 )
 
@@ -58,8 +61,7 @@ NOT_SERVED = frozenset(
         "GET_FLAGS", "GET_METRICS", "GET_LOGGING_LEVEL", "SET_LOGGING_LEVEL", "LIST_FILES",
         "READ_FILE", "GET_OPERATIONS",
         "GET_MAINTENANCE_STATUS", "GET_MAINTENANCE_SCHEDULE", "UPDATE_MAINTENANCE_SCHEDULE",
-        "START_MAINTENANCE", "STOP_MAINTENANCE", "UPDATE_QUOTA", "SET_QUOTA", "REMOVE_QUOTA",
-        "TEARDOWN", "MARK_AGENT_GONE",
+        "START_MAINTENANCE", "STOP_MAINTENANCE",
     }
 )  # fmt: skip
 
@@ -138,6 +140,11 @@ class OperatorApi:
             "DRAIN_AGENT": self._drain_agent,
             "DEACTIVATE_AGENT": self._deactivate_agent,
             "REACTIVATE_AGENT": self._reactivate_agent,
+            "MARK_AGENT_GONE": self._mark_agent_gone,
+            "TEARDOWN": self._teardown,
+            "UPDATE_QUOTA": self._update_quota,
+            "SET_QUOTA": self._set_quota,
+            "REMOVE_QUOTA": self._remove_quota,
             **{kind: self._operate for kind in RESOURCE_CALLS},
         }
 
@@ -270,15 +277,82 @@ class OperatorApi:
         agent = _agent(_body(call, "reactivate_agent"), "reactivate_agent")
         await self._operator_call(ReactivateSlave, agent, {}, caller)
 
-    async def _operator_call(
-        self, kind: type[Wire], slave_id: str, fields: dict[str, Any], caller: Caller
-    ) -> None:
+    async def _mark_agent_gone(self, call: dict[str, Any], caller: Caller) -> None:
+        agent = _agent(_body(call, "mark_agent_gone"), "mark_agent_gone")
+        await self._operator_call(MarkSlaveGone, agent, {}, caller)
+
+    async def _teardown(self, call: dict[str, Any], caller: Caller) -> None:
+        """`{"teardown": {"framework_id": {"value": ID}}}`: as `drfmesos teardown`."""
+        body = call.get("teardown")
+        framework = body.get("framework_id") if isinstance(body, dict) else None
+        value = framework.get("value") if isinstance(framework, dict) else None
+        if not isinstance(value, str) or not value:
+            raise CallError(400, 'teardown.framework_id: {"value": a framework id}')
+        await self._call(Teardown, {"framework_id": value}, caller)
+
+    async def _update_quota(self, call: dict[str, Any], caller: Caller) -> None:
+        """Mesos 1.9's `{"update_quota": {"force": false, "quota_configs": [{"role": R,
+        "guarantees": {"cpus": {"value": 1}}, "limits": {...}}]}}`: all or none, each
+        role's guarantees and limits replaced (neither: cleared). `force` is read and
+        changes nothing: no capacity check refuses a quota here (one beyond the cluster is
+        set, and said unsatisfiable in the master's log and events)."""
+        body = call.get("update_quota")
+        configs = body.get("quota_configs") if isinstance(body, dict) else None
+        if not isinstance(configs, list) or not configs:
+            raise CallError(400, "update_quota.quota_configs: a list of {role, guarantees, limits}")
+        quotas = []
+        for config in configs:
+            if not isinstance(config, dict) or not isinstance(config.get("role"), str):
+                raise CallError(400, "update_quota.quota_configs: each needs a role")
+            guarantee = _scalars(config.get("guarantees"), "guarantees")
+            limits = config.get("limits")
+            limit = None if limits is None else _scalars(limits, "limits")
+            quotas.append({"role": config["role"], "guarantee": guarantee, "limit": limit})
+        await self._call(SetQuotas, {"quotas": quotas}, caller)
+
+    async def _set_quota(self, call: dict[str, Any], caller: Caller) -> None:
+        """The older `{"set_quota": {"quota_request": {"role": R, "guarantee": [resources],
+        "force": false}}}`, for a role that has no quota: as Mesos since 1.9 reads it, its
+        guarantee is its limit too."""
+        body = call.get("set_quota")
+        request = body.get("quota_request") if isinstance(body, dict) else None
+        if not isinstance(request, dict) or not isinstance(request.get("role"), str):
+            raise CallError(400, "set_quota.quota_request: an object with a role and a guarantee")
+        role = request["role"]
+        if role in self.master.allocator.quotas:
+            raise CallError(400, f"role {logs.clip(role, 200)} has a quota already: UPDATE_QUOTA")
+        try:
+            guarantee = mj.resources_from_mesos(
+                request.get("guarantee") or [], "set_quota.quota_request.guarantee"
+            )
+        except mj.MesosJSONError as e:
+            raise CallError(400, str(e)) from None
+        if not guarantee:
+            raise CallError(400, "set_quota.quota_request.guarantee: at least one resource")
+        quota = {"role": role, "guarantee": guarantee, "limit": dict(guarantee.items())}
+        await self._call(SetQuotas, {"quotas": [quota]}, caller)
+
+    async def _remove_quota(self, call: dict[str, Any], caller: Caller) -> None:
+        body = call.get("remove_quota")
+        role = body.get("role") if isinstance(body, dict) else None
+        if not isinstance(role, str) or not role:
+            raise CallError(400, "remove_quota.role: a role")
+        if role not in self.master.allocator.quotas:
+            raise CallError(400, f"role {logs.clip(role, 200)} has no quota to remove")
+        await self._call(SetQuotas, {"quotas": [{"role": role}]}, caller)
+
+    async def _call(self, kind: type[Wire], fields: dict[str, Any], caller: Caller) -> None:
         """The operators' own route for the message, as a call over the bus takes it."""
         try:
-            msg = kind.model_validate({"slave_id": slave_id, **fields})
+            msg = kind.model_validate(fields)
         except ValidationError as e:
             raise CallError(400, describe_validation(e)) from None
         await self.master.call(msg, caller)
+
+    async def _operator_call(
+        self, kind: type[Wire], slave_id: str, fields: dict[str, Any], caller: Caller
+    ) -> None:
+        await self._call(kind, {"slave_id": slave_id, **fields}, caller)
 
 
 def _body(call: dict[str, Any], name: str) -> dict[str, Any]:
@@ -294,3 +368,20 @@ def _agent(body: dict[str, Any], name: str) -> str:
     if not isinstance(value, str) or not value:
         raise CallError(400, f'{name}.agent_id: {{"value": an agent id}}')
     return value
+
+
+def _scalars(named: object, field: str) -> dict[str, float]:
+    """A QuotaConfig's `guarantees` or `limits`: `{"cpus": {"value": 1.5}, ...}`."""
+    if named is None:
+        return {}
+    if not isinstance(named, dict):
+        raise CallError(400, f'update_quota: {field} is a map of {{"value": N}} by name')
+    out: dict[str, float] = {}
+    for name, scalar in named.items():
+        value = scalar.get("value") if isinstance(scalar, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise CallError(
+                400, f'update_quota: {field}.{logs.clip(name, 60)}: {{"value": N >= 0}}'
+            )
+        out[name] = float(value)
+    return out

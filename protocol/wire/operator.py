@@ -43,6 +43,21 @@ class SetQuota(Wire):
         return resources
 
 
+class SetQuotas(Wire):
+    """Operator -> master: several roles' quotas at once, all or none (Mesos's
+    UPDATE_QUOTA: if one cannot be set, none is). Each as a `SetQuota` says it."""
+
+    quotas: list[SetQuota] = Field(min_length=1, max_length=100)
+
+    @field_validator("quotas")
+    @classmethod
+    def _each_role_once(cls, quotas: list[SetQuota]) -> list[SetQuota]:
+        roles = [q.role for q in quotas]
+        if len(set(roles)) != len(roles):
+            raise ValueError("a role is named more than once")
+        return quotas
+
+
 class MarkSlaveGone(Wire):
     """Operator -> master: this slave is gone for good (Mesos's MARK_AGENT_GONE). Its
     tasks end TASK_GONE_BY_OPERATOR (TASK_LOST for frameworks not partition-aware), and
