@@ -239,6 +239,7 @@ async def test_operator_calls_answer_as_mesos_and_refuse_bad_input(ops: Ops) -> 
         ("GET_FRAMEWORKS", "get_frameworks"), ("GET_AGENTS", "get_agents"),
         ("GET_TASKS", "get_tasks"), ("GET_ROLES", "get_roles"), ("GET_WEIGHTS", "get_weights"),
         ("GET_QUOTA", "get_quota"), ("GET_EXECUTORS", "get_executors"),
+        ("GET_METRICS", "get_metrics"),
     ]:  # fmt: skip
         status, body = await ops.call({"type": kind})
         assert status == 200, (kind, body)
@@ -252,6 +253,10 @@ async def test_operator_calls_answer_as_mesos_and_refuse_bad_input(ops: Ops) -> 
     assert body["get_master"]["master_info"]["address"]["port"] == int(ops.web.split(":")[-1][:-1])
     status, body = await ops.call({"type": "GET_AGENTS"})
     assert len(body["get_agents"]["agents"]) == 1
+    status, body = await ops.call({"type": "GET_METRICS"})
+    metrics = {m["name"]: m["value"] for m in body["get_metrics"]["metrics"]}
+    _, snapshot, _ = await ops.get("/metrics/snapshot")
+    assert metrics["master/slaves_active"] == snapshot["master/slaves_active"] == 1
 
     # UPDATE_WEIGHTS goes through the operators' SetWeights: GET_WEIGHTS and /weights see it
     update = {"type": "UPDATE_WEIGHTS",

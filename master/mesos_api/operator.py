@@ -1,7 +1,7 @@
 """Mesos's v1 operator API on the master: `POST /api/v1`, JSON, operator principals only.
 
 Served: GET_HEALTH, GET_VERSION, GET_STATE, GET_FRAMEWORKS, GET_AGENTS, GET_EXECUTORS,
-GET_TASKS, GET_ROLES, GET_WEIGHTS, UPDATE_WEIGHTS, GET_QUOTA, UPDATE_QUOTA, SET_QUOTA,
+GET_TASKS, GET_METRICS, GET_ROLES, GET_WEIGHTS, UPDATE_WEIGHTS, GET_QUOTA, UPDATE_QUOTA, SET_QUOTA,
 REMOVE_QUOTA, GET_MASTER, TEARDOWN, DRAIN_AGENT, DEACTIVATE_AGENT, REACTIVATE_AGENT,
 MARK_AGENT_GONE, RESERVE_RESOURCES, UNRESERVE_RESOURCES, CREATE_VOLUMES, DESTROY_VOLUMES,
 GROW_VOLUME, SHRINK_VOLUME (our OperateResources), and SUBSCRIBE (the event stream,
@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from master.authz import Caller
 from master.http.request_keys import KIND, PRINCIPAL
 from master.mesos_api import operator_state as views
-from master.mesos_api.classic import ClassicEndpoints
+from master.mesos_api.classic import ClassicEndpoints, metrics_snapshot
 from master.mesos_api.events import MAX_SUBSCRIBERS, OperatorEvents
 from master.mesos_api.json_stream import stream_json
 from master.why_answers import REFUSED_STATUS, Refusal
@@ -58,7 +58,7 @@ MAX_BODY = 1024 * 1024  # bytes of one call (a Mesos operator call is a few hund
 # Mesos's other master calls (master.proto's Call.Type): known, and not served here
 NOT_SERVED = frozenset(
     {
-        "GET_FLAGS", "GET_METRICS", "GET_LOGGING_LEVEL", "SET_LOGGING_LEVEL", "LIST_FILES",
+        "GET_FLAGS", "GET_LOGGING_LEVEL", "SET_LOGGING_LEVEL", "LIST_FILES",
         "READ_FILE", "GET_OPERATIONS",
         "GET_MAINTENANCE_STATUS", "GET_MAINTENANCE_SCHEDULE", "UPDATE_MAINTENANCE_SCHEDULE",
         "START_MAINTENANCE", "STOP_MAINTENANCE",
@@ -134,6 +134,7 @@ class OperatorApi:
             "GET_WEIGHTS": lambda: {"get_weights": views.get_weights(m)},
             "GET_QUOTA": lambda: {"get_quota": views.get_quota(m)},
             "GET_MASTER": lambda: {"get_master": {"master_info": views.this_master_info(m)}},
+            "GET_METRICS": lambda: {"get_metrics": self._metrics()},
         }
         self.changes: dict[str, Callable[[dict[str, Any], Caller], Awaitable[None]]] = {
             "UPDATE_WEIGHTS": self._update_weights,
@@ -197,6 +198,12 @@ class OperatorApi:
             reason=logs.clip(message),
         )
         return error(status, message)
+
+    def _metrics(self) -> JSON:
+        """`/metrics/snapshot`'s, as Mesos's GET_METRICS lists them (its `timeout` is not
+        needed: the master's counters are read at once)."""
+        snapshot = metrics_snapshot(self.master, self.started)
+        return {"metrics": [{"name": name, "value": value} for name, value in snapshot.items()]}
 
     def _why(self, call: dict[str, Any]) -> JSON:
         asked = (call.get("get_framework_why") or {}).get("framework_id")
