@@ -105,7 +105,7 @@ def test_removing_a_multi_role_framework_frees_every_role() -> None:
 ROLES = ["web", "batch", "ops"]
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["round", "release", "decline", "suppress", "revive", "slave+"]),
+        st.sampled_from(["round", "release", "decline", "suppress", "revive", "slave+", "roles"]),
         st.integers(0, 3),
         st.lists(st.sampled_from(ROLES), max_size=2, unique=True),
     ),
@@ -117,8 +117,9 @@ OPS = st.lists(
 @given(OPS)
 def test_multi_role_invariants(ops: list[tuple[str, int, list[str]]]) -> None:
     """Nothing is allocated twice across a framework's roles (each slave's holders sum to
-    at most its total), each offer is of one of the framework's roles, resources reserved
-    for a role are offered in that role alone, and a role suppressed is offered nothing."""
+    at most its total), each offer is of one of the framework's roles (as they are now:
+    its roles change, and one it holds something in may not go), resources reserved for
+    a role are offered in that role alone, and a role suppressed is offered nothing."""
     a = Allocator()
     a.add_framework("multi", roles=ROLES)
     a.add_framework("single", "web")
@@ -127,13 +128,14 @@ def test_multi_role_invariants(ops: list[tuple[str, int, list[str]]]) -> None:
     a.add_slave("r-batch", Resources.parse("cpus(batch):1;mem(batch):256;cpus:1"))
     outstanding: list[tuple[str, str, Resources, str | None]] = []
     suppressed: set[str] = set()
+    current = list(ROLES)  # (the framework's roles now)
     now = 0.0
     for op, n, roles in ops:
         now += 1.0
         if op == "round":
             for o in a.allocate(now):
                 if o.framework_id == "multi":
-                    assert o.role in ROLES
+                    assert o.role in current
                     assert o.role not in suppressed
                 else:
                     assert o.role is None
@@ -146,17 +148,27 @@ def test_multi_role_invariants(ops: list[tuple[str, int, list[str]]]) -> None:
             fid, sid, res, role = outstanding.pop(n % len(outstanding))
             refuse = 5.0 if op == "decline" else None
             a.recover(fid, sid, res, role=role, refuse_seconds=refuse, now=now)
-        elif op == "suppress":
+        elif op == "suppress" and set(roles) <= set(current):
             a.suppress("multi", roles)
-            suppressed.update(roles or ROLES)
-        elif op == "revive":
+            suppressed.update(roles or current)
+        elif op == "revive" and set(roles) <= set(current):
             a.revive("multi", roles)
-            suppressed.difference_update(roles or ROLES)
+            suppressed.difference_update(roles or current)
+        elif op == "roles" and roles:
+            holding = [r for r in current if r not in roles and a.allocation("multi", r)]
+            if holding:
+                with pytest.raises(AllocatorError, match=f"in role {holding[0]}"):
+                    a.set_roles("multi", roles)
+            else:
+                a.set_roles("multi", roles)
+                suppressed.intersection_update(roles)  # (a new role comes unsuppressed)
+                current = list(roles)
+            assert a.clients.roles("multi") == current
         elif op == "slave+":
             a.add_slave(f"s{len(a.slaves)}", Resources(cpus=n + 1, mem=1024))
         for sid, slave in a.slaves.items():
             held = a.held("multi", sid) + a.held("single", sid)
             assert all(v <= slave.total.millis.get(k, 0) for k, v in held.millis.items())
-        per_role = sum((a.allocation("multi", r) for r in ROLES), Resources())
+        per_role = sum((a.allocation("multi", r) for r in current), Resources())
         assert per_role == a.allocation("multi")
         assert a.allocated_total() == sum((o[2] for o in outstanding), Resources())

@@ -219,6 +219,32 @@ class Allocator:
         self._own_floors -= fw.min_allocatable is not None
         self._floor_stale = True
 
+    def set_roles(self, framework_id: str, roles: Sequence[str]) -> None:
+        """A multi-role framework's roles are `roles` now (Mesos's UPDATE_FRAMEWORK): a
+        client in each new one, as if it had been from the start (its arrival kept), and
+        out of each it left, which must hold nothing (offered or used): AllocatorError,
+        and nothing changed, if one does, or if a new one is not a role here."""
+        old = self.clients.roles(framework_id)
+        if old is None:
+            raise AllocatorError(f"framework {framework_id} has one role: it keeps it")
+        problem = next(filter(None, map(self.roles.problem, roles)), None)
+        if problem:
+            raise AllocatorError(problem)
+        leaving = [self.clients.one(framework_id, role) for role in old if role not in roles]
+        for client in leaving:
+            if self.frameworks[client].slaves:
+                role = self.frameworks[client].role
+                raise AllocatorError(
+                    f"framework {framework_id} holds resources in role {role}: what its "
+                    "tasks and executors there hold must go back first"
+                )
+        first = self.frameworks[self.clients.first(framework_id)]
+        active, arrival = first.active, self._arrivals[first.framework_id]
+        for client in leaving:
+            self._remove_client(client)
+        for role, client in self.clients.replace(framework_id, roles).items():
+            self._add_client(client, role, active, arrival)
+
     def set_min_allocatable(self, framework_id: str, minimum: list[Resources] | None) -> None:
         """Offer this framework a slave only if its free resources hold one of `minimum`
         (Mesos 1.10's offer_filters): no offers it can only decline. They replace the

@@ -41,6 +41,22 @@ class Clients:
             self.owner[client] = (framework_id, role)
         return clients
 
+    def replace(self, framework_id: str, roles: Sequence[str]) -> dict[str, str]:
+        """A multi-role framework's roles are `roles` now, in this order: its clients of
+        the new ones, by role (those of roles it keeps are the same clients)."""
+        if not roles:
+            raise ClientError(f"framework {framework_id}: a multi-role framework needs a role")
+        old = self._roles[framework_id]
+        for role, client in old.items():
+            if role not in roles:
+                del self.owner[client]
+        clients = {role: f"{framework_id}{SEPARATOR}{role}" for role in dict.fromkeys(roles)}
+        self._roles[framework_id] = clients
+        added = {role: client for role, client in clients.items() if role not in old}
+        for role, client in added.items():
+            self.owner[client] = (framework_id, role)
+        return added
+
     def remove(self, framework_id: str) -> None:
         for client in self._roles.pop(framework_id, {}).values():
             del self.owner[client]
