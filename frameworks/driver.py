@@ -27,6 +27,7 @@ from frameworks.calls import (
     unauthenticated_principal,
 )
 from frameworks.errors import DriverError
+from frameworks.framework_update import Updater
 from frameworks.scheduler import Scheduler
 from frameworks.task_files import TaskFiles
 from frameworks.why import NO_OFFER_WARNING, NoOfferWatch, WhyAsker
@@ -46,6 +47,7 @@ from protocol.wire.messages import (
     Filters,
     FrameworkCapability,
     FrameworkMessage,
+    FrameworkUpdated,
     Gone,
     Heartbeat,
     Kill,
@@ -69,6 +71,7 @@ from protocol.wire.messages import (
     TaskStatus,
     Teardown,
     Update,
+    UpdateFramework,
     Wire,
 )
 from protocol.wire.resources import Resources
@@ -156,13 +159,9 @@ class SchedulerDriver:
         self.implicit_acknowledgements = implicit_acknowledgements
         self.min_offer = [r for r in min_offer if r]
         self.roles = None if roles is None else list(roles)
-        wants = {
-            "PARTITION_AWARE": partition_aware,
-            "TASK_KILLING_STATE": task_killing,
-            "SHARED_RESOURCES": shared_resources,
-            "MULTI_ROLE": self.roles is not None,
-        }
-        self.capabilities = [FrameworkCapability(c) for c, on in wants.items() if on]
+        self.capabilities = capabilities_of(
+            partition_aware, task_killing, shared_resources, self.roles is not None
+        )
         self.master_id = ""
         self.master_epoch = 0  # the epoch of the master we subscribed with
         self._resubscribing: asyncio.Future[None] | None = None
@@ -188,6 +187,7 @@ class SchedulerDriver:
         self._teardown = True
         self._files = TaskFiles(self._call)  # reads of its tasks' sandbox files
         self._why = WhyAsker(self._call)  # questions about why offers do not come
+        self._updater = Updater(self._call)  # its updates of itself, answered
         self._drought = NoOfferWatch(self.why, lambda: self.log, no_offer_warning or 0.0)
         self._drought_watch: asyncio.Task[None] | None = None  # runs it (if no_offer_warning)
         self._events: asyncio.Queue[functools.partial[Awaitable[None]]] = asyncio.Queue()
@@ -219,6 +219,7 @@ class SchedulerDriver:
         # answered at once, beside the callbacks: one of them may be awaiting it
         d.on(TaskFileData, self._files.on_answer)
         d.on(Why, self._why.on_answer)
+        d.on(FrameworkUpdated, self._updater.on_answer)
         self._callbacks = asyncio.create_task(self._run_callbacks(), name="driver-callbacks")
         if self._drought.after:
             self._drought_watch = asyncio.create_task(self._drought.run(), name="driver-no-offers")
@@ -576,6 +577,61 @@ class SchedulerDriver:
         self._call_bus()  # (not subscribed: DriverError)
         return await self._why.ask(self.framework_id or "", timeout)
 
+    async def update_framework(
+        self,
+        *,
+        name: str | None = None,
+        roles: Iterable[str] | None = None,
+        failover_timeout: float | None = None,
+        min_offer: Iterable[Resources] | None = None,
+        partition_aware: bool | None = None,
+        task_killing: bool | None = None,
+        shared_resources: bool | None = None,
+        timeout: float = 10.0,
+    ) -> list[str]:
+        """Change what may change of this framework without subscribing again (Mesos
+        1.9's UPDATE_FRAMEWORK); what is not given stays as it is. A MULTI_ROLE
+        framework's `roles` may gain any role its principal may use, and lose one it holds
+        nothing in (its tasks and executors there ended). Its outstanding offers are
+        rescinded (`offer_rescinded`), and new ones come as it is now; its suppressed
+        roles stay suppressed. Returns its roles now; raises DriverError saying why if the
+        master refuses it (nothing changed then), or does not answer in `timeout`."""
+        if self._stopped.is_set():
+            raise DriverError("the driver is stopped")
+        self._call_bus()  # (not subscribed: DriverError)
+        new_roles = self.roles if roles is None else list(roles)
+        if new_roles is not None and self.roles is None:
+            raise DriverError("update_framework: roles are a MULTI_ROLE framework's")
+        was = set(self._all_roles())
+        now = set(new_roles) if new_roles is not None else was
+        caps = {c.value for c in self.capabilities}
+        capabilities = capabilities_of(
+            "PARTITION_AWARE" in caps if partition_aware is None else partition_aware,
+            "TASK_KILLING_STATE" in caps if task_killing is None else task_killing,
+            "SHARED_RESOURCES" in caps if shared_resources is None else shared_resources,
+            new_roles is not None,
+        )
+        minimum = self.min_offer if min_offer is None else [r for r in min_offer if r]
+        msg = UpdateFramework(
+            framework_id=self.framework_id or "",
+            name=name or self.name,
+            role=self.role,
+            roles=new_roles,
+            failover_timeout=self.failover_timeout
+            if failover_timeout is None
+            else failover_timeout,
+            offer_filters=OfferFilters(min_allocatable=minimum) if minimum else None,
+            capabilities=capabilities,
+            suppressed_roles=sorted(self._suppressed & now),
+        )
+        answer = await self._updater.update(msg, timeout)
+        # what it subscribes with again (a reconnect, a new leader) is what it is now
+        self.name, self.roles, self.capabilities = msg.name, new_roles, capabilities
+        self.failover_timeout, self.min_offer = msg.failover_timeout, minimum
+        self._suppressed &= now
+        self.log.info("framework.updated", roles=answer.roles, left=sorted(was - now))
+        return answer.roles
+
     # -- events ----------------------------------------------------------------------------------
     async def _on_leader(self, leader: Leader) -> None:
         """A new master leads: subscribe again with our framework id (as the Mesos driver
@@ -648,7 +704,7 @@ class SchedulerDriver:
     async def _on_error_at_once(self, msg: Error, reply_to: str | None) -> None:
         """An error about a question of ours goes to its asker at once (a callback may be
         awaiting it); any other reaches the scheduler in turn."""
-        if not self._why.on_error(msg):
+        if not self._why.on_error(msg) and not self._updater.on_error(msg):
             await self._in_turn(self._on_error)(msg, reply_to)
 
     async def _on_error(self, msg: Error, _r: str | None) -> None:
@@ -681,3 +737,15 @@ class SchedulerDriver:
 
     async def _on_heartbeat(self, msg: Heartbeat, _r: str | None) -> None:
         pass  # liveness only
+
+
+def capabilities_of(
+    partition_aware: bool, task_killing: bool, shared_resources: bool, multi_role: bool
+) -> list[FrameworkCapability]:
+    wants = {
+        "PARTITION_AWARE": partition_aware,
+        "TASK_KILLING_STATE": task_killing,
+        "SHARED_RESOURCES": shared_resources,
+        "MULTI_ROLE": multi_role,
+    }
+    return [FrameworkCapability(c) for c, on in wants.items() if on]

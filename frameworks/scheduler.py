@@ -95,6 +95,18 @@ class Driver(Protocol):
         timeout: float = 10.0,
     ) -> TaskFileData: ...
     async def why(self, timeout: float = 10.0) -> Why: ...
+    async def update_framework(
+        self,
+        *,
+        name: str | None = None,
+        roles: Iterable[str] | None = None,
+        failover_timeout: float | None = None,
+        min_offer: Iterable[Resources] | None = None,
+        partition_aware: bool | None = None,
+        task_killing: bool | None = None,
+        shared_resources: bool | None = None,
+        timeout: float = 10.0,
+    ) -> list[str]: ...
 
 
 class Scheduler:

@@ -34,6 +34,7 @@ from master.books import Books
 from master.calls.drains import Drains
 from master.calls.files import FileRequests
 from master.calls.framework_calls import FrameworkCalls
+from master.calls.framework_updates import FrameworkUpdates
 from master.calls.operator_calls import OperatorCalls
 from master.calls.partitions import Partitions
 from master.calls.resource_operations import ResourceOperations
@@ -103,6 +104,7 @@ from protocol.wire.messages import (
     Subscribe,
     Suppress,
     Teardown,
+    UpdateFramework,
     UsageReport,
     WatchEvents,
 )
@@ -262,6 +264,9 @@ class Master:
             request_round=request_round,
             log=log,
         )
+        self.framework_updates = FrameworkUpdates(
+            books, allocator, self.subscriptions, recorder, outbox, self.acl, log=log
+        )
         self.resource_operations = ResourceOperations(
             books,
             allocator,
@@ -382,6 +387,7 @@ class Master:
         return {
             "framework": {
                 Subscribe: self.subscriptions.on_subscribe,
+                UpdateFramework: self.framework_updates.on_update_framework,
                 Accept: f.on_accept,
                 Decline: f.on_decline,
                 Revive: f.on_revive,

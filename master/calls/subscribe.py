@@ -30,7 +30,13 @@ from master.outbox import Outbox
 from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
 from protocol.wire.ids import check_id, shorten
-from protocol.wire.messages import Error, FrameworkCapability, Subscribe, Subscribed
+from protocol.wire.messages import (
+    Error,
+    FrameworkCapability,
+    OfferFilters,
+    Subscribe,
+    Subscribed,
+)
 from protocol.wire.reservations import is_shared
 from protocol.wire.topics import MAX_REPLY_TOPIC, Topics, check_segment
 
@@ -102,7 +108,7 @@ class Subscriptions:
             name=fw.name if fw else msg.name,
             role=fw.role if fw else roles[0],
             roles=fw.roles if fw else msg.roles,
-            failover_timeout=self._failover_timeout(msg),
+            failover_timeout=self.failover_timeout(msg.failover_timeout),
         )
         write = self.recorder.framework(framework_id, record, caller)
         if fw is not None:  # (its calls after this one must find it subscribed: waited for)
@@ -145,16 +151,16 @@ class Subscriptions:
             return
         roles = msg.all_roles()
         if fw is not None:
-            self._take_offers_back(fw, msg)
+            self.take_offers_back(fw, tell=fw.inbox == msg.inbox)
             self._depose(fw, msg)
             books.inboxes.pop((fw.principal, fw.inbox), None)
             fw.inbox, fw.incarnation = msg.inbox, msg.incarnation
             fw.connected, fw.disconnected_at = True, None
-            fw.failover_timeout = self._failover_timeout(msg)
+            fw.failover_timeout = self.failover_timeout(msg.failover_timeout)
             books.inboxes[(fw.principal, fw.inbox)] = fw.framework_id
             self.allocator.activate(fw.framework_id)
-            self._set_offer_filters(fw.framework_id, msg)
-            self._set_suppression(fw, msg)
+            self.set_offer_filters(fw.framework_id, msg.offer_filters)
+            self.set_suppression(fw, msg.suppressed_roles)
             resubscribed = True
         else:
             fw = Framework(
@@ -165,23 +171,17 @@ class Subscriptions:
                 roles=msg.roles,
                 inbox=msg.inbox,
                 incarnation=msg.incarnation,
-                failover_timeout=self._failover_timeout(msg),
+                failover_timeout=self.failover_timeout(msg.failover_timeout),
                 registered_at=time.time(),
             )
             books.add_framework(fw)
             books.inboxes[(fw.principal, fw.inbox)] = framework_id
             self.allocator.add_framework(framework_id, roles[0], roles=msg.roles)
-            self._set_offer_filters(framework_id, msg)
-            self._set_suppression(fw, msg)
+            self.set_offer_filters(framework_id, msg.offer_filters)
+            self.set_suppression(fw, msg.suppressed_roles)
             self._adopt_orphans(fw)
             resubscribed = bool(msg.framework_id)
-        fw.partition_aware = FrameworkCapability.PARTITION_AWARE in msg.capabilities
-        fw.task_killing = FrameworkCapability.TASK_KILLING_STATE in msg.capabilities
-        shared = FrameworkCapability.SHARED_RESOURCES in msg.capabilities
-        if fw.shared_resources and not shared:
-            self._rescind_shared(fw)
-        fw.shared_resources = shared
-        self.allocator.take_shared(fw.framework_id, shared)
+        self.set_capabilities(fw, msg.capabilities)
         self.outbox.send_framework(
             fw,
             Subscribed(
@@ -208,17 +208,16 @@ class Subscriptions:
         self.outbox.emit("subscribed", framework_id=fw.framework_id, detail=fw.name)
         self.request_round()
 
-    def _take_offers_back(self, fw: Framework, msg: Subscribe) -> None:
+    def take_offers_back(self, fw: Framework, *, tell: bool) -> None:
         """As Mesos's (re-)subscription of a framework it knows: its outstanding offers
         are taken back, what they held back to the pool, before it is offered anything.
         No instance of it knows of them: a new scheduler process never heard of them, and
         a driver forgets its offers as it subscribes (its answers to them may have been
         lost with its connection). Its connection is told of the rescinds if the same
-        inbox subscribes again; not a deposed process's (Mesos's failoverFramework
-        removes them unsaid)."""
-        same = fw.inbox == msg.inbox
+        inbox subscribes again (`tell`); not a deposed process's (Mesos's
+        failoverFramework removes them unsaid)."""
         for offer_id in list(fw.offers):
-            self.offers.rescind(self.books.offers[offer_id], tell=same)
+            self.offers.rescind(self.books.offers[offer_id], tell=tell)
 
     def _depose(self, fw: Framework, msg: Subscribe) -> None:
         """Another scheduler subscribes with the framework's id while its scheduler is
@@ -238,13 +237,13 @@ class Subscriptions:
         error = Error(message="Framework failed over", code=FAILED_OVER, about=fw.framework_id)
         self.outbox.send_framework(fw, error)
 
-    def _set_suppression(self, fw: Framework, msg: Subscribe) -> None:
+    def set_suppression(self, fw: Framework, suppressed_roles: list[str]) -> None:
         """As Mesos since 1.9 (MESOS-9793): a (re-)subscription sets the framework's
         suppression to the roles it names suppressed, and no others. Suppression is its
         scheduler's own decision: a new process that says none is offered in every role,
         its predecessor's SUPPRESS forgotten (the SDK's driver names the roles it
-        suppressed itself, so its reconnects keep them)."""
-        fid, named = fw.framework_id, set(msg.suppressed_roles)
+        suppressed itself, so its reconnects keep them). An UpdateFramework's too."""
+        fid, named = fw.framework_id, set(suppressed_roles)
         if fw.roles is None:  # (one role: the framework whole)
             if named:
                 self.cycle.suppress(fid)
@@ -258,10 +257,20 @@ class Subscriptions:
         if on:
             self.cycle.unsuppress(fid, on)
 
-    def _set_offer_filters(self, framework_id: str, msg: Subscribe) -> None:
+    def set_offer_filters(self, framework_id: str, filters: OfferFilters | None) -> None:
         # its own replace the master's minimum ([]: anything); none, the master's
-        minimum = msg.offer_filters.min_allocatable if msg.offer_filters else None
+        minimum = filters.min_allocatable if filters else None
         self.cycle.set_offer_filters(framework_id, minimum)
+
+    def set_capabilities(self, fw: Framework, capabilities: list[FrameworkCapability]) -> None:
+        """What it hears and is offered, as its capabilities say (replaced each time)."""
+        fw.partition_aware = FrameworkCapability.PARTITION_AWARE in capabilities
+        fw.task_killing = FrameworkCapability.TASK_KILLING_STATE in capabilities
+        shared = FrameworkCapability.SHARED_RESOURCES in capabilities
+        if fw.shared_resources and not shared:
+            self._rescind_shared(fw)
+        fw.shared_resources = shared
+        self.allocator.take_shared(fw.framework_id, shared)
 
     # -- may it? ----------------------------------------------------------------------------
     def _problem(self, msg: Subscribe, caller: Caller) -> tuple[str, str] | None:
@@ -299,8 +308,9 @@ class Subscriptions:
             return "role-refused", why
         elif self._other_roles(msg, fw):
             return "role-refused", (
-                f"framework {fw.framework_id} is in {', '.join(fw.all_roles())}: its roles "
-                "are fixed when it registers (register a new framework for other roles)"
+                f"framework {fw.framework_id} is in {', '.join(fw.all_roles())}: a "
+                "re-subscription keeps its roles (UpdateFramework changes a MULTI_ROLE "
+                "framework's: the SDK's update_framework)"
             )
         roles = fw.all_roles() if fw is not None else msg.all_roles()
         if others := sorted(set(msg.suppressed_roles) - set(roles)):
@@ -337,11 +347,11 @@ class Subscriptions:
             "may (the master's --max-frameworks-per-principal): tear one down first"
         )
 
-    def _failover_timeout(self, msg: Subscribe) -> float:
+    def failover_timeout(self, asked: float) -> float:
         """What it asked for, no longer than the operator allows (a framework that goes
         away does not hold its tasks, and so its share, for as long as it likes)."""
         cap = self.config.max_failover_timeout
-        return msg.failover_timeout if cap is None else min(msg.failover_timeout, cap)
+        return asked if cap is None else min(asked, cap)
 
     def _weight_problem(self, msg: Subscribe, role: str) -> tuple[str, str] | None:
         """A framework takes its role's weight; it may not set it (weights are operators')."""

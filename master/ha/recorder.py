@@ -21,10 +21,12 @@ class Recorder:
         self._writes: set[asyncio.Task[None]] = set()  # writes nobody waits for
 
     # -- recorded before the answer ----------------------------------------------------------
-    async def framework(self, framework_id: str, record: FrameworkRecord, caller: Caller) -> bool:
-        """A framework subscribed (True), or the Subscribe refused (False)."""
+    async def framework(
+        self, framework_id: str, record: FrameworkRecord, caller: Caller, about: str = "Subscribe"
+    ) -> bool:
+        """A framework subscribed, or updated (True), or the call refused (False)."""
         return await self._recorded(
-            self._registry.add_framework(framework_id, record), caller, "Subscribe"
+            self._registry.add_framework(framework_id, record), caller, about
         )
 
     async def quota(

@@ -163,7 +163,7 @@ class OperatorEvents:
                     {"type": "TASK_ADDED", "task_added": {"task": task_json(task, role)}},
                 ]
             return [task_updated(task)]
-        if kind in ("subscribed", "disconnected"):
+        if kind in ("subscribed", "disconnected", "updated"):
             fw_id = event.framework_id or ""
             return self._framework_event(fw_id) or self._framework_event(fw_id, updated=True)
         if kind == "removed":

@@ -63,23 +63,55 @@ class Subscribe(Wire):
 
     @model_validator(mode="after")
     def _one_role_or_roles(self) -> Subscribe:
-        multi = FrameworkCapability.MULTI_ROLE in self.capabilities
-        if self.roles is None:
-            if multi:
-                raise ValueError("a MULTI_ROLE framework subscribes with roles")
-            return self
-        if not multi:
-            raise ValueError("roles are a MULTI_ROLE framework's: declare the capability")
-        if self.role != "*":  # (its default: the wire carries it either way)
-            raise ValueError("a MULTI_ROLE framework names its roles in roles, not role")
-        if len(set(self.roles)) != len(self.roles):
-            raise ValueError("roles must not repeat a role")
-        if any(not r or len(r) > 200 for r in self.roles):
-            raise ValueError("each role is 1 to 200 characters")
+        check_roles(self.role, self.roles, self.capabilities)
         return self
 
     def all_roles(self) -> list[str]:
         """The roles it subscribes in: its roles, or its one role."""
+        return list(self.roles) if self.roles is not None else [self.role]
+
+
+def check_roles(
+    role: str, roles: list[str] | None, capabilities: list[FrameworkCapability]
+) -> None:
+    """A framework's one `role`, or a MULTI_ROLE framework's `roles` (ValueError if not)."""
+    multi = FrameworkCapability.MULTI_ROLE in capabilities
+    if roles is None:
+        if multi:
+            raise ValueError("a MULTI_ROLE framework subscribes with roles")
+        return
+    if not multi:
+        raise ValueError("roles are a MULTI_ROLE framework's: declare the capability")
+    if role != "*":  # (its default: the wire carries it either way)
+        raise ValueError("a MULTI_ROLE framework names its roles in roles, not role")
+    if len(set(roles)) != len(roles):
+        raise ValueError("roles must not repeat a role")
+    if any(not r or len(r) > 200 for r in roles):
+        raise ValueError("each role is 1 to 200 characters")
+
+
+class UpdateFramework(Wire):
+    """Change what may change of a subscribed framework without subscribing again
+    (Mesos 1.9's UPDATE_FRAMEWORK): what a Subscribe says of it, each field replaced --
+    its name, failover timeout, offer filters, capabilities and suppressed roles, and a
+    MULTI_ROLE framework's roles (one it holds nothing in may go; any it may use may
+    come). Its outstanding offers are rescinded; `FrameworkUpdated` says it is done."""
+
+    framework_id: Id
+    name: str = Field(min_length=1, max_length=200)
+    role: str = Field(default="*", min_length=1, max_length=200)  # (a one-role one's: kept)
+    failover_timeout: float = Field(default=0.0, ge=0, le=MAX_FAILOVER_TIMEOUT, allow_inf_nan=False)
+    offer_filters: OfferFilters | None = None
+    capabilities: list[FrameworkCapability] = Field(default_factory=list, max_length=20)
+    roles: list[str] | None = Field(default=None, min_length=1, max_length=MAX_ROLES)
+    suppressed_roles: list[str] = Field(default_factory=list, max_length=MAX_ROLES)
+
+    @model_validator(mode="after")
+    def _one_role_or_roles(self) -> UpdateFramework:
+        check_roles(self.role, self.roles, self.capabilities)
+        return self
+
+    def all_roles(self) -> list[str]:
         return list(self.roles) if self.roles is not None else [self.role]
 
 
@@ -247,6 +279,13 @@ class Subscribed(Wire):
     master_id: str = ""
     resubscribed: bool = False
     epoch: int = Field(default=0, ge=0)  # the leading master's epoch (see Leader)
+
+
+class FrameworkUpdated(Wire):
+    """Master -> framework: its UpdateFramework is recorded in the registry and in effect."""
+
+    framework_id: Id
+    roles: list[str]  # the roles it is in now (a one-role framework's one)
 
 
 class Offers(Wire):

@@ -21,6 +21,7 @@ from protocol.wire.framework import (
     Error,
     Failure,
     FrameworkMessage,
+    FrameworkUpdated,
     Heartbeat,
     Kill,
     Message,
@@ -40,6 +41,7 @@ from protocol.wire.framework import (
     TaskRequest,
     Teardown,
     Update,
+    UpdateFramework,
 )
 from protocol.wire.health import (
     CommandCheck,
@@ -236,6 +238,7 @@ __all__ = [
     "FrameworkCapability",
     "FrameworkMessage",
     "FrameworkShutDown",
+    "FrameworkUpdated",
     "FrameworkView",
     "Gone",
     "HTTPCheck",
@@ -301,6 +304,7 @@ __all__ = [
     "TaskView",
     "Teardown",
     "Update",
+    "UpdateFramework",
     "Updates",
     "UsageReport",
     "WatchEvents",
