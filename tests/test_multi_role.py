@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -273,6 +274,39 @@ async def test_mesos_api_refuses_a_role_not_the_principals_and_suppress_of_anoth
         assert (await s.call("SUPPRESS", {"roles": ["team-a"]}))[0] == 202
         fid = s.framework_id
         await eventually(lambda: live.master is not None and live.master.allocator.suppressed(fid))
+    finally:
+        await s.close()
+
+
+async def test_mesos_update_framework_answers_200_or_400_and_keeps_the_stream(
+    live: Live,
+) -> None:
+    """UPDATE_FRAMEWORK, as Mesos answers it: 200 once in effect; a role not the
+    principal's a 400 that changes nothing, its stream open (its offers come on)."""
+    info = {**framework_info(), "roles": ["team-a"], "capabilities": [{"type": "MULTI_ROLE"}]}
+    del info["role"]
+    s = live.scheduler()
+    try:
+        assert await s.subscribe(info) == 200
+        await next_of(s, "OFFERS")
+        fid = {"value": s.framework_id}
+
+        def update(**changed: Any) -> dict[str, Any]:
+            return {"framework_info": {**info, "id": fid, **changed}}
+
+        status, body = await s.call("UPDATE_FRAMEWORK", update(roles=["team-a", "team-b"]))
+        assert status == 400
+        assert "team-b" in body["error"]
+        status, _ = await s.call("UPDATE_FRAMEWORK", update(name="renamed", failover_timeout=60))
+        assert status == 200
+        assert live.master is not None
+        fw = live.master.books.frameworks[s.framework_id]
+        assert (fw.name, fw.failover_timeout, fw.all_roles()) == ("renamed", 60, ["team-a"])
+        # its offers were rescinded by the update, and come again on the same stream
+        await next_of(s, "RESCIND")
+        await next_of(s, "OFFERS")
+        other = {"framework_info": {**info, "id": {"value": "someone-else"}}}
+        assert (await s.call("UPDATE_FRAMEWORK", other))[0] == 400
     finally:
         await s.close()
 

@@ -43,6 +43,7 @@ from protocol.wire.messages import (
     TaskInfo,
     TaskRequest,
     Teardown,
+    UpdateFramework,
     Wire,
 )
 
@@ -67,6 +68,7 @@ CALL_TYPES = (
     "RECONCILE",
     "MESSAGE",
     "REQUEST",
+    "UPDATE_FRAMEWORK",
     DEMAND_CALL,
 )
 # Mesos calls we know and do not serve, and why (docs/reference/mesos-api.md says the same)
@@ -76,7 +78,6 @@ NOT_SERVED = {
     "SHUTDOWN": "executors end with their framework or their tasks here",
     "ACKNOWLEDGE_OPERATION_STATUS": "drfmesos sends no operation feedback (offers show it)",
     "RECONCILE_OPERATIONS": "drfmesos sends no operation feedback (offers show it)",
-    "UPDATE_FRAMEWORK": "re-subscribe to change what may change",
 }
 
 
@@ -153,6 +154,41 @@ def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) 
     info = call.body().get("framework_info")
     if not isinstance(info, Mapping):
         raise SchedulerCallError("subscribe.framework_info is needed")
+    framework_id = None
+    for given in (call.framework_id, info.get("id")):
+        if given is not None:
+            framework_id = mj.id_value(given, "framework_id")
+    return _wire(
+        Subscribe,
+        framework_id=framework_id,
+        inbox=inbox,
+        incarnation=incarnation,
+        suppressed_roles=_roles(call.body(), "suppressed_roles"),
+        **_framework_fields(info, principal),
+    )
+
+
+@_read
+def update_of(call: MesosCall, principal: str) -> UpdateFramework:
+    """An UPDATE_FRAMEWORK as ours: its framework_info (whose id, if it names one, is the
+    call's framework's) and suppressed_roles."""
+    info = call.body().get("framework_info")
+    if not isinstance(info, Mapping):
+        raise SchedulerCallError("update_framework.framework_info is needed")
+    framework_id = call.framework()
+    if info.get("id") is not None and mj.id_value(info["id"], "framework_id") != framework_id:
+        raise SchedulerCallError("update_framework.framework_info.id is not the call's framework")
+    return _wire(
+        UpdateFramework,
+        framework_id=framework_id,
+        suppressed_roles=_roles(call.body(), "suppressed_roles"),
+        **_framework_fields(info, principal),
+    )
+
+
+def _framework_fields(info: Mapping[str, Any], principal: str) -> dict[str, Any]:
+    """What a FrameworkInfo says of its framework, as our Subscribe's and UpdateFramework's
+    fields: its name, role or roles, failover timeout, capabilities and offer filters."""
     claimed = info.get("principal")
     if claimed is not None and claimed != principal:
         raise PrincipalMismatch(
@@ -168,27 +204,18 @@ def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) 
         raise SchedulerCallError("framework_info.roles: a list of role names")
     if len(roles) != 1 and not multi:
         raise SchedulerCallError("framework_info.roles: several roles need MULTI_ROLE")
-    framework_id = None
-    for given in (call.framework_id, info.get("id")):
-        if given is not None:
-            framework_id = mj.id_value(given, "framework_id")
     filters = info.get("offer_filters")  # (by role: the first role's that has one)
     minimum = next(
         (m for r in roles if (m := mj.min_allocatable_from_mesos(filters, r)) is not None), None
     )
-    return _wire(
-        Subscribe,
-        offer_filters=None if minimum is None else OfferFilters(min_allocatable=minimum),
-        name=info.get("name") or "mesos-framework",
-        role="*" if multi else roles[0],
-        roles=roles if multi else None,
-        failover_timeout=info.get("failover_timeout") or 0.0,  # (validated as ours)
-        framework_id=framework_id,
-        inbox=inbox,
-        incarnation=incarnation,
-        capabilities=[c for c in FrameworkCapability if c.value in capabilities],
-        suppressed_roles=_roles(call.body(), "suppressed_roles"),
-    )
+    return {
+        "offer_filters": None if minimum is None else OfferFilters(min_allocatable=minimum),
+        "name": info.get("name") or "mesos-framework",
+        "role": "*" if multi else roles[0],
+        "roles": roles if multi else None,
+        "failover_timeout": info.get("failover_timeout") or 0.0,  # (validated as ours)
+        "capabilities": [c for c in FrameworkCapability if c.value in capabilities],
+    }
 
 
 RESOURCE_OPERATIONS = {

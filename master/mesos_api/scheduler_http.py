@@ -43,6 +43,7 @@ from master.mesos_api.scheduler_calls import (
     message_of,
     parse_call,
     subscribe_of,
+    update_of,
 )
 from protocol import logs, recordio
 from protocol import mesos_json as mj
@@ -305,6 +306,21 @@ class SchedulerApi:
             return problem(f"a {who.kind} principal cannot run a framework", 403)
         return who.principal
 
+    async def _update(
+        self, request: web.Request, call: MesosCall, principal: str, owner: str
+    ) -> web.Response:
+        """UPDATE_FRAMEWORK, answered as Mesos answers it: 200 once in effect (and in the
+        registry), else 400 saying why, nothing changed. Its refusal is told here, not on
+        the stream (a refused role there ends a stream; this changes nothing)."""
+        message = await self._read(request, principal, lambda: update_of(call, principal))
+        refusals: list[tuple[str, str]] = []
+        caller = Caller("framework", owner, None, refused=lambda *r: refusals.append(r))
+        await self.master.call(message, caller)
+        for code, why in refusals[:1]:
+            self._bad(request, principal, code, framework_id=call.framework())
+            return problem(why, 503 if code == "unavailable" else 400)
+        return web.Response(status=200)
+
     def _bad(self, request: web.Request, principal: str, code: str, **more: str) -> None:
         """A call refused: a line, sampled per principal, what it named cut."""
         self.refused_lines.refused(
@@ -325,6 +341,8 @@ class SchedulerApi:
         if request.headers.get("Mesos-Stream-Id") != stream.stream_id:
             self._bad(request, principal, "wrong-stream-id", framework_id=framework_id)
             return problem("Mesos-Stream-Id is not this framework's stream", 400)
+        if call.type == "UPDATE_FRAMEWORK":
+            return await self._update(request, call, principal, stream.principal)
         message = await self._read(request, principal, lambda: message_of(call))
         fw = self.master.books.frameworks.get(framework_id)
         if isinstance(message, Suppress | Revive) and fw is not None:
