@@ -7,24 +7,17 @@ default role. The master answered 403, and pymesos raised:
     role \\'*\\' (allowed: myfw)"}'
 
 On Mesos such a framework registers in `*`. Here a principal's frameworks default to its
-name (the SDK's and `drfmesos run`'s do): a framework that names no role could be given
-that default too, so that the README's "Existing Mesos frameworks run on it unchanged"
-holds for one that never set a role."""
+name (the SDK's and `drfmesos run`'s do), and so does one over the Mesos API that names no
+role: the README's "Existing Mesos frameworks run on it unchanged" holds for one that
+never set a role."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from harness.mesos import live_cluster
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a Mesos framework that names no role (Mesos's default '*') is answered 403 "
-    "instead of registering in its principal's one role",
-)
 async def test_a_mesos_framework_that_names_no_role_registers_in_its_principals(
     tmp_path: Path,
 ) -> None:
@@ -33,5 +26,8 @@ async def test_a_mesos_framework_that_names_no_role_registers_in_its_principals(
         try:
             status = await s.subscribe({"user": "", "name": "team-a", "principal": "team-a"})
             assert status == 200
+            assert live.master is not None
+            [fw] = live.master.books.frameworks.values()
+            assert fw.role == "team-a"
         finally:
             await s.close()

@@ -149,8 +149,11 @@ def parse_call(data: object) -> MesosCall:
 
 
 @_read
-def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) -> Subscribe:
-    """A SUBSCRIBE as ours: `inbox` names where the master's answers go (the stream)."""
+def subscribe_of(
+    call: MesosCall, principal: str, inbox: str, incarnation: str, default_role: str = "*"
+) -> Subscribe:
+    """A SUBSCRIBE as ours: `inbox` names where the master's answers go (the stream);
+    `default_role`, the role of a framework_info that names none (Mesos's is `*`)."""
     info = call.body().get("framework_info")
     if not isinstance(info, Mapping):
         raise SchedulerCallError("subscribe.framework_info is needed")
@@ -164,7 +167,7 @@ def subscribe_of(call: MesosCall, principal: str, inbox: str, incarnation: str) 
         inbox=inbox,
         incarnation=incarnation,
         suppressed_roles=_roles(call.body(), "suppressed_roles"),
-        **_framework_fields(info, principal),
+        **_framework_fields(info, principal, default_role),
     )
 
 
@@ -182,13 +185,14 @@ def update_of(call: MesosCall, principal: str) -> UpdateFramework:
         UpdateFramework,
         framework_id=framework_id,
         suppressed_roles=_roles(call.body(), "suppressed_roles"),
-        **_framework_fields(info, principal),
+        **_framework_fields(info, principal, "*"),  # (no role named: it keeps its own)
     )
 
 
-def _framework_fields(info: Mapping[str, Any], principal: str) -> dict[str, Any]:
+def _framework_fields(info: Mapping[str, Any], principal: str, default_role: str) -> dict[str, Any]:
     """What a FrameworkInfo says of its framework, as our Subscribe's and UpdateFramework's
-    fields: its name, role or roles, failover timeout, capabilities and offer filters."""
+    fields: its name, role (`default_role` if it names none) or roles, failover timeout,
+    capabilities and offer filters."""
     claimed = info.get("principal")
     if claimed is not None and claimed != principal:
         raise PrincipalMismatch(
@@ -196,7 +200,7 @@ def _framework_fields(info: Mapping[str, Any], principal: str) -> dict[str, Any]
         )
     capabilities = {c.get("type") for c in info.get("capabilities") or [] if isinstance(c, Mapping)}
     multi = FrameworkCapability.MULTI_ROLE.value in capabilities
-    roles = info.get("roles") or ([info["role"]] if info.get("role") and not multi else ["*"])
+    roles = info.get("roles") or [info.get("role") or ("*" if multi else default_role)]
     if not isinstance(roles, list):
         raise SchedulerCallError("framework_info.roles: a list of role names")
     _at_most(roles, Subscribe, "roles", "framework_info.roles")

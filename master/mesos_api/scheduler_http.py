@@ -390,10 +390,13 @@ class SchedulerApi:
         info: object,
         stream: SchedulerStream,
     ) -> web.StreamResponse:
+        default = "*" if self.auth is None else principal
         subscribe = await self._read(
             request,
             principal,
-            lambda: subscribe_of(call, principal, stream.inbox, stream.stream_id),
+            # a framework that names no role is in its principal's own (as the SDK's and
+            # `drfmesos run`'s are), not Mesos's `*`, which no tenant's is
+            lambda: subscribe_of(call, principal, stream.inbox, stream.stream_id, default),
         )
         capabilities = info.get("capabilities") if isinstance(info, dict) else None
         stream.preemption_notices = isinstance(capabilities, list) and any(
