@@ -104,8 +104,9 @@ class ExecutorSide:
         self._refusals = RefusalSampling(most_keys=MOST_EXECUTORS_SAMPLED)
         self._misbehaving = RateLimiter(rate=REFUSED_A_SECOND, burst=MOST_REFUSED)
         self._flush: asyncio.TimerHandle | None = None
-        # framework messages dropped for each executor since the last said (MAX_WAITING)
-        self._undelivered: dict[tuple[str, str], int] = {}
+        # what was dropped for each executor (framework messages, answers) since the last
+        # said, by (framework, executor, its event): MAX_WAITING
+        self._undelivered: dict[tuple[str, str, str], int] = {}
         self.tokens: ExecutorTokens | None = None  # (its key is read as the slave starts)
         self.log = logs.get("slave", slave_id=slave_id)
 
@@ -231,11 +232,10 @@ class ExecutorSide:
             self.log.info("executor.registered", framework_id=fid, executor_id=eid)
         elif isinstance(message, CheckExecutorToken):
             holder = self._holder(message.token) or ("", "")
-            executor.send_now(
-                ExecutorTokenChecked(
-                    request_id=message.request_id, framework_id=holder[0], executor_id=holder[1]
-                )
+            checked = ExecutorTokenChecked(
+                request_id=message.request_id, framework_id=holder[0], executor_id=holder[1]
             )
+            self._said(executor, "answer.undelivered", executor.answer(checked))
         elif isinstance(message, StatusUpdate):
             task_id = message.status.task_id
             record = self.tasks.get((fid, task_id))
@@ -359,21 +359,24 @@ class ExecutorSide:
 
     def _deliver(self, executor: ExecutorProcess, msg: FrameworkMessage) -> None:
         """Hand a framework's message to its executor, unless it cannot take it (not
-        registered, or not reading: slave.executors): then dropped, the first of a run
-        logged, and how many once one passes again (a tenant cannot fill the log)."""
-        key, ids = executor.key, {"framework_id": msg.framework_id, "executor_id": msg.executor_id}
+        registered, or not reading: slave.executors)."""
+        self._said(executor, "message.undelivered", executor.send_framework_message(msg))
+
+    def _said(self, executor: ExecutorProcess, event: str, why: str | None) -> None:
+        """What was for the executor went (`why` None), or was dropped, `why`: the first
+        of a run of drops logged, and how many once one passes again (a tenant cannot
+        fill the log)."""
+        key = (*executor.key, event)
+        ids = {"framework_id": executor.framework_id, "executor_id": executor.executor_id}
         dropped = self._undelivered.get(key, 0)
-        why = executor.send_framework_message(msg)
         if why is None:
             if dropped:
                 del self._undelivered[key]
-                self.log.warning("message.undelivered", dropped=dropped, **ids)
+                self.log.warning(event, dropped=dropped, **ids)
             return
         self._undelivered[key] = dropped + 1
         if not dropped:
-            self.log.warning(
-                "message.undelivered", why=why + ": dropped until it takes them", **ids
-            )
+            self.log.warning(event, why=why + ": dropped until it takes them", **ids)
 
     async def _resize(self, executor: ExecutorProcess, new: Resources | None = None) -> None:
         """Size an executor's container to it and its live tasks (and a `new` one's
@@ -412,7 +415,8 @@ class ExecutorSide:
     async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
         self.executors.pop(executor.key, None)
         self._misbehaving.forget(repr(executor.key))
-        self._undelivered.pop(executor.key, None)
+        for event in ("message.undelivered", "answer.undelivered"):
+            self._undelivered.pop((*executor.key, event), None)
         limited = None
         if executor.container is not None:
             limited = await executor.container.limitation()

@@ -42,6 +42,7 @@ ErrorCallback = Callable[["ExecutorProcess", DecodeError], Awaitable[None]]
 
 GROUP_ENDS_WITHIN = 5.0  # seconds an executor's end waits for what it started to die
 MAX_WAITING = 16 * 1024 * 1024  # bytes of framework messages waiting for one executor
+ANSWER_MOST = 4096  # bytes of an answer to an executor's ask at most (its ids are bounded)
 REGISTRATION_TIMEOUT = 60.0  # seconds, as Mesos's --executor_registration_timeout
 
 
@@ -204,6 +205,15 @@ class ExecutorProcess:
     def send_now(self, message: Wire) -> None:
         """Send even before it registered (what it asks on its way to registering)."""
         self._send_now(message)
+
+    def answer(self, message: Wire) -> str | None:
+        """Answer what it asked, registered or not, unless MAX_WAITING bytes wait for it
+        already, written and not read: then why it is dropped. An executor that asks and
+        never reads would have the slave hold every answer (attack 84: 45 MiB in 5 s)."""
+        if self._channel is not None and self._channel.buffered() + ANSWER_MOST > MAX_WAITING:
+            return f"over {MAX_WAITING // 2**20} MiB wait for the executor, which does not read"
+        self._send_now(message)
+        return None
 
     def _send_now(self, message: Wire) -> None:
         if self._channel is not None:
