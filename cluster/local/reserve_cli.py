@@ -41,11 +41,19 @@ def _operate(
     except (ResourceError, ReservationError, ValueError) as e:
         raise click.BadParameter(str(e).splitlines()[-1], param_hint="RESOURCES") from None
 
+    made: list[Resources] = []  # (what the master's event says it made)
+
     def done(e: ClusterEvent) -> bool:
-        return e.kind == kind.lower() and e.slave_id == slave_id
+        if e.kind != kind.lower() or e.slave_id != slave_id:
+            return False
+        made.append(e.resources)
+        return True
 
     _call(broker, cluster, OperateResources(slave_id=slave_id, operation=operation), done, timeout)
-    click.echo(f"{kind.lower()}: {operation.resources} on slave {slave_id}")
+    # a reservation or volume made is said as the slave's state names it (its principal
+    # the operator's: how `unreserve` and `volumes destroy` name it); what went, as named
+    said = made[-1] if made and kind in ("RESERVE", "CREATE") else operation.resources
+    click.echo(f"{kind.lower()}: {said} on slave {slave_id}")
 
 
 def _command(kind: str, doc: str) -> click.Command:

@@ -41,6 +41,7 @@ from protocol.wire.reservations import (
     checkpointed,
     is_shared,
     parse_key,
+    role_of,
 )
 from protocol.wire.resources import ResourceError, Resources
 
@@ -155,8 +156,20 @@ class ResourceOperations:
         try:
             self.allocator.update_available(slave_id, used, made)
         except AllocatorError as e:
-            raise OperationError(f"{op.type}: {e}") from None
+            raise OperationError(f"{e}{self._reserved_on(slave_id, op.type)}") from None
         self._changed(slave_id, op.type, used, made, principal=principal)
+
+    def _reserved_on(self, slave_id: str, kind: str) -> str:
+        """What an operator's refused UNRESERVE, CREATE, DESTROY or resize may have meant
+        to name: the slave's reserved resources, as they are named (" (...)"; "" when it
+        has none, or the operation names no reservation as it is)."""
+        slave = self.books.slaves.get(slave_id)
+        if kind == RESERVE or slave is None:
+            return ""
+        reserved = {k: v for k, v in slave.total.millis.items() if role_of(k) is not None}
+        if not reserved:
+            return ""
+        return f" (it holds {Resources.from_millis(reserved)}: name them as they are)"
 
     async def on_operate(self, msg: OperateResources, caller: Caller) -> None:
         """An operator's call (over the bus, or the v1 operator API's): applied, or
@@ -164,10 +177,11 @@ class ResourceOperations:
         try:
             self.by_operator(msg.slave_id, msg.operation, caller.principal)
         except OperationError as e:
+            why = str(e)  # (named once: what says which operation it was says it alone)
+            why = why if why.startswith(msg.operation.type) else f"{msg.operation.type}: {why}"
             self.outbox.refuse(
-                caller, f"{msg.operation.type}: {e}", "invalid-operation", "OperateResources",
-                slave_id=msg.slave_id,
-            )  # fmt: skip
+                caller, why, "invalid-operation", "OperateResources", slave_id=msg.slave_id
+            )
             return
         self.request_round()
 

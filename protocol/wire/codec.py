@@ -394,8 +394,11 @@ def describe_validation(error: ValidationError) -> str:
     """One line per failed field: `offer_ids.0: Input should be a valid string`."""
     parts = []
     for err in error.errors(include_url=False)[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(message)"
-        parts.append(f"{loc}: {err['msg']}")
+        loc = ".".join(str(p) for p in err["loc"])
+        said = err["msg"]
+        if err["type"] == "value_error":  # (our own words, raised by a validator)
+            said = said.removeprefix("Value error, ")
+        parts.append(f"{loc}: {said}" if loc else said)
     more = error.error_count() - len(parts)
     if more > 0:
         parts.append(f"and {more} more")

@@ -313,7 +313,9 @@ def conversion(
         rid = parse_key(key)
         if kind == RESERVE:
             if not rid.reservations or rid.reservations[-1].type != DYNAMIC or rid.volume:
-                raise ReservationError(f"RESERVE {key}: a dynamic reservation, no volume")
+                raise ReservationError(
+                    f"RESERVE {key}: a dynamic reservation for a role, NAME(ROLE), and no volume"
+                )
             source = rid.popped()
             # (a strict sub-role, as Mesos: the same role again would stack on its
             # reservation, which its owner could then not unreserve)
@@ -322,8 +324,14 @@ def conversion(
             ):
                 raise ReservationError(f"RESERVE {key}: a refinement goes to a sub-role")
         elif kind == UNRESERVE:
-            if not rid.reservations or rid.reservations[-1].type != DYNAMIC or rid.volume:
-                raise ReservationError(f"UNRESERVE {key}: dynamically reserved, no volume")
+            if rid.volume:
+                raise ReservationError(f"UNRESERVE {key}: a volume (DESTROY it first)")
+            if not rid.reservations or rid.reservations[-1].type != DYNAMIC:
+                raise ReservationError(
+                    f"UNRESERVE {key}: not a dynamic reservation; name one with the "
+                    "principal that made it, as the slave's state shows it: "
+                    "NAME(ROLE,PRINCIPAL) (a static one, of its --resources, stays)"
+                )
             source = rid.popped()
         elif kind == CREATE:
             if rid.base != "disk" or rid.volume is None or not rid.reservations:
