@@ -100,7 +100,7 @@ def common_framework_options(func: F) -> F:
 
 @framework.command("drf-demo")
 @common_framework_options
-@click.option("--task-cpus", type=float, default=0.5, show_default=True)
+@click.option("--task-cpus", type=float, default=0.5, show_default=True, help="Each task's cpus.")
 @click.option("--task-mem", type=float, default=512, show_default=True, help="MB.")
 @click.option(
     "--task-duration",
@@ -126,7 +126,7 @@ def common_framework_options(func: F) -> F:
     help="Multiply task durations and decline filters by this.",
 )
 @executor_option
-@click.option("--seed", type=int, default=None)
+@click.option("--seed", type=int, default=None, help="Task durations drawn from this seed.")
 @click.option(
     "--min-offer",
     is_flag=True,

@@ -56,6 +56,9 @@ class Driver(Protocol):
 
     framework_id: str | None
     """Its id once subscribed (None before)."""
+    principal: str
+    """Who it is: the principal its credentials prove (without credentials, its name);
+    what it reserves and makes is in this name (`cpus(ROLE,PRINCIPAL)`)."""
     offers: dict[str, Offer]
     """Its offers outstanding: offered and not yet used, declined or rescinded."""
     removed: str | None

@@ -122,8 +122,13 @@ def unreachable_by_others(path: Path) -> str | None:
 def python_problem(python: str) -> str | None:
     """Why tasks running as other users cannot run the Python the slave names for them
     (`DRFMESOS_PYTHON`: the Mesos executor adapter's), or None."""
-    for path in {Path(python), Path(os.path.realpath(python)), Path(sys.prefix)}:
+    real = Path(os.path.realpath(python))
+    for path in (Path(python), real, Path(sys.prefix)):
         if (why := unreachable_by_others(path / "x")) is not None:
+            if path == real and real != Path(python):  # (a venv's link: say where it leads)
+                return f"{why}, on the way to {real}, where {python} leads"
+            if path != Path(python) and path != real:
+                return f"{why}, on the way to its prefix {path}"
             return why
     return None
 

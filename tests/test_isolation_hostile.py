@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -205,6 +206,26 @@ def test_a_root_slave_names_the_link_protections_that_are_off(tmp_path: Path) ->
     assert unprotected_links(tmp_path) == ["fs.protected_symlinks"]
     (fs / "protected_symlinks").write_text("1\n")
     assert unprotected_links(tmp_path) == []
+
+
+def test_a_python_other_users_cannot_reach_is_named_where_its_link_leads() -> None:
+    """A venv's python is a link: the warning names the directory that stops other users
+    on the way to what it leads to, not the link's own (which they pass)."""
+    from slave.tenancy import python_problem
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:  # (pytest's own are mode 700)
+        base = Path(top)
+        base.chmod(0o755)
+        closed, open_ = base / "closed", base / "open"
+        (closed / "bin").mkdir(parents=True)
+        open_.mkdir()
+        closed.chmod(0o700)
+        real = closed / "bin" / "python"
+        real.touch(mode=0o755)
+        (open_ / "python").symlink_to(real)
+        why = python_problem(str(open_ / "python"))
+        assert why == f"{closed} is mode 700, on the way to {real}, where {open_}/python leads"
+        assert python_problem(str(real)) == f"{closed} is mode 700"
 
 
 async def test_a_root_slave_warns_at_start_when_the_hosts_link_protections_are_off(

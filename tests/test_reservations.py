@@ -242,6 +242,7 @@ BLOCK = re.compile(r'```python title="([^"]+)"\n(.*?)```', re.S)
 class Recording:
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[object, ...], dict[str, object]]] = []
+        self.principal = "team-a"
 
     def __getattr__(self, name: str) -> Any:
         return lambda *args, **kw: self.calls.append((name, args, kw))

@@ -78,7 +78,7 @@ def framework_table(state: State | None, elapsed: float) -> Table:
         )
     table.caption = (
         f"cluster: {total_cpus:g} cpus, {state.total.get('mem', 0.0):g} MB; "
-        f"allocated {state.allocated.get('cpus', 0.0):g} cpus, "
+        f"allocated (to tasks and offers) {state.allocated.get('cpus', 0.0):g} cpus, "
         f"{state.allocated.get('mem', 0.0):g} MB; {state.slaves_registered} slaves"
     )
     return table
