@@ -192,5 +192,7 @@ class Fleet:
             )
 
     async def _unrouted(self, message: Wire, _reply_to: str | None) -> None:
-        """Something for a slave this process does not run (any more)."""
-        self.log.warning("fleet.unrouted", type=message.TYPE)
+        """Something for a slave this process does not run (any more), or another
+        process's under the same principal (its wildcard hears them all): no warning, as
+        two fleets of one principal -- a cluster without credentials -- hear each other's."""
+        self.log.debug("fleet.unrouted", type=message.TYPE)
