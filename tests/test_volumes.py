@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from protocol.wire.messages import Accept, Error, Filters, OfferOperation, Reason, TaskState
+from protocol.wire.messages import (
+    Accept,
+    CommandInfo,
+    Error,
+    ExecutorInfo,
+    Filters,
+    OfferOperation,
+    Reason,
+    TaskState,
+)
 from protocol.wire.resources import Resources
 from slave.volumes import volume_dir
 
@@ -32,6 +41,29 @@ async def test_two_tasks_never_share_a_volume_by_taking_part_of_it(cluster: Clus
     offer = await a.next_offer(after=1)  # all of it back, the volume whole
     await a.accept(offer, [a.task(offer, R(f"cpus:1;mem:32;{VOLUME}:512"), "whole")], refuse=0)
     assert (await slave.run_task()).task.task_id == "whole"
+
+
+async def test_a_custom_executors_task_is_refused_a_volume_it_would_not_see(
+    cluster: Cluster,
+) -> None:
+    """A volume is made ready in a command task's sandbox; a custom executor's task
+    would run without it and lose what it wrote there: refused, saying so, and the volume
+    offered again whole."""
+    slave = await cluster.slave("s1", R(f"cpus:4;mem:1024;{VOLUME}:512"))
+    a = await cluster.framework("A", role="team")
+    offer = await a.next_offer()
+    task = a.task(offer, R(f"cpus:1;mem:32;{VOLUME}:512"), "db").model_copy(
+        update={
+            "command": None,
+            "executor": ExecutorInfo(executor_id="e", command=CommandInfo(value="exec e")),
+        }
+    )
+    await a.accept(offer, [task], refuse=0)
+    error = await a.update_for("db", TaskState.ERROR)
+    assert "a command task's alone" in error.message
+    assert not slave.runs()
+    offer = await a.next_offer(after=1)
+    assert offer.resources.get(VOLUME) == 512
 
 
 async def test_a_volume_taken_whole_is_one_tasks(cluster: Cluster) -> None:

@@ -12,6 +12,7 @@ import re
 
 from protocol.wire.health import CommandCheck
 from protocol.wire.messages import CommandInfo, TaskInfo
+from protocol.wire.reservations import parse_key
 
 MAX_ID = 200  # characters, as every Id on the wire
 MAX_COMMAND = 64 * 1024  # bytes of a command's text (far below the kernel's ARG_MAX)
@@ -109,6 +110,12 @@ def task_problem(task: TaskInfo) -> str | None:
         problem = id_problem(task.executor.executor_id, "executor id") or command_problem(
             task.executor.command, "executor command"
         )
+        volume = next((k for k in task.resources.millis if parse_key(k).volume), None)
+        if problem is None and volume is not None:  # (its executor would not see it)
+            problem = (
+                f"{volume} is a persistent volume: a command task's alone (a custom "
+                "executor's task would not see it, and what it wrote there would not last)"
+            )
     check = task.health_check.command if task.health_check is not None else None
     if problem is None and check is not None:  # (run as the task runs: its bounds too)
         problem = command_problem(check, "health check command")
