@@ -1,0 +1,63 @@
+"""Review 84: an UpdateFramework refused because the registry could not take its record
+still changed the framework (its roles, name, offer filters, suppression) in the master's
+books: the framework is told the update failed, and is offered in the roles it was told
+it is not in; a new leader reads the old record."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+from test_multi_role import MULTI, WHOLE, offers_of
+
+from master.ha.registry import MemoryStore, Registry
+from master.master import Master
+from protocol.wire.messages import Error, FrameworkCapability, UpdateFramework
+
+from harness.master import FAST, Cluster, T
+
+
+class RefusingStore(MemoryStore):
+    """A registry store that refuses framework records while `refusing` (ZooKeeper
+    losing its quorum)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusing = False
+
+    async def put(self, key: str, value: Any) -> None:
+        if self.refusing and key.startswith("framework/"):
+            raise ConnectionError("ZooKeeper lost its quorum")
+        await super().put(key, value)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review84: FrameworkUpdates changes the books before the registry write and "
+    "does not undo them when the write is refused",
+)
+async def test_an_update_the_registry_refused_changes_nothing() -> None:
+    store = RefusingStore()
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        bus = await stack.enter_async_context(c.connect(name="master"))
+        c.master = Master(bus, T, FAST, registry=Registry(store))
+        await c.master.start()
+        stack.push_async_callback(c.master.stop)
+        fw = await c.framework("A", roles=["web"], capabilities=[FrameworkCapability.MULTI_ROLE])
+        await c.slave("s1", WHOLE)
+        await offers_of(fw, 1)
+
+        store.refusing = True
+        update = UpdateFramework(
+            framework_id=fw.framework_id, name="A2", roles=["web", "batch"], **MULTI
+        )
+        await fw.bus.publish(T.inbound("framework", "framework"), update)
+        error = await fw.inbox.wait_for(Error)
+        assert (error.about, error.code) == ("UpdateFramework", "unavailable")
+
+        # refused: what the framework is told it is, and what a new leader reads
+        books = c.master.books.frameworks[fw.framework_id]
+        assert (books.name, books.all_roles()) == ("A", ["web"])
+        assert c.master.allocator.clients.roles(fw.framework_id) == ["web"]
