@@ -1,0 +1,64 @@
+"""Review 84: an UpdateFramework awaits its registry write inside its handler, and the
+master's intake serves every principal's calls from one server that awaits each handler:
+while a tenant's update is on its way to ZooKeeper, no other principal's call is read.
+A tenant that renames its framework at its rate limit (each a new record, each written)
+holds everybody's calls for a ZooKeeper round trip each time (review 54 took the
+new-framework Subscribe's write off the intake for the same reason)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import pytest
+
+from master.ha.registry import MemoryStore, Registry
+from master.master import Master
+from protocol.wire.messages import Reconcile, ReconcileTask, Update, UpdateFramework
+from protocol.wire.resources import Resources
+
+from harness.helpers import eventually
+from harness.master import FAST, GB, Cluster, T
+
+
+class HeldStore(MemoryStore):
+    """A registry store whose framework records wait for `release` while `holding`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding, self.release, self.waiting = False, asyncio.Event(), 0
+
+    async def put(self, key: str, value: Any) -> None:
+        if self.holding and key.startswith("framework/"):
+            self.waiting += 1
+            await self.release.wait()
+        await super().put(key, value)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review84: FrameworkUpdates.on_update_framework awaits the registry in the "
+    "intake's one server",
+)
+async def test_an_update_waiting_on_the_registry_holds_up_no_other_principals_call() -> None:
+    store = HeldStore()
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        bus = await stack.enter_async_context(c.connect(name="master"))
+        c.master = Master(bus, T, FAST, registry=Registry(store))
+        await c.master.start()
+        stack.push_async_callback(c.master.stop)
+        mallory = await c.framework("M", principal="mallory")
+        bob = await c.framework("B", principal="bob")
+        await c.slave("s1", Resources(cpus=2, mem=2 * GB))
+
+        store.holding = True  # the registry is slow to write for a while
+        stack.callback(store.release.set)
+        rename = UpdateFramework(framework_id=mallory.framework_id, name="M2")
+        await mallory.bus.publish(mallory.to_master, rename)
+        await eventually(lambda: store.waiting == 1)
+        # bob asks after a task: an answer needs nothing of the registry
+        ask = Reconcile(framework_id=bob.framework_id, tasks=[ReconcileTask(task_id="t9")])
+        await bob.bus.publish(bob.to_master, ask)
+        await bob.inbox.wait_for(Update, lambda u: u.status.task_id == "t9", timeout=5)
