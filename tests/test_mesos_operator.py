@@ -363,6 +363,10 @@ async def test_quota_teardown_and_mark_agent_gone_through_the_operator_api(ops: 
     assert (await ops.call(remove))[0] == 200
     assert "ops" not in await quotas()
     assert (await ops.call(remove))[0] == 400
+    # empty guarantees and limits (Mesos's empty maps): no quota, as none given
+    clear = update({"role": "eng/web", "guarantees": {}, "limits": {}})
+    assert (await ops.call(clear))[0] == 200
+    assert "eng/web" not in await quotas()
 
     # TEARDOWN: the framework goes, its task with it
     _, driver = ops.printer("sleep 300", 1)

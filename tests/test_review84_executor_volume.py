@@ -6,8 +6,6 @@ volume is does not last, and the volume is nobody else's meanwhile."""
 
 from __future__ import annotations
 
-import pytest
-
 from protocol.wire.messages import CommandInfo, ExecutorInfo, TaskState
 from protocol.wire.resources import Resources
 
@@ -18,11 +16,6 @@ R = Resources.parse
 VOLUME = "disk(team,alice)[db-1:data]"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review84: task_problem looks for a volume in task.resources only, not in "
-    "task.executor.resources",
-)
 async def test_a_custom_executor_is_refused_a_volume_it_would_not_see(cluster: Cluster) -> None:
     slave = await cluster.slave("s1", R(f"cpus:4;mem:1024;{VOLUME}:512"))
     a = await cluster.framework("A", role="team")

@@ -8,8 +8,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-import pytest
-
 from master.ha.registry import MemoryStore, Registry
 from master.master import Master
 from protocol.wire.messages import Error, SetQuota, SetQuotas
@@ -33,11 +31,6 @@ class RefusingStore(MemoryStore):
         await super().put(key, value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review84: OperatorCalls._set_quotas writes each quota's record in turn and "
-    "leaves the ones before a refused write in the registry",
-)
 async def test_quotas_refused_by_the_registry_leave_none_of_them_recorded() -> None:
     store = RefusingStore("quota/b")
     async with contextlib.AsyncExitStack() as stack:
@@ -57,7 +50,7 @@ async def test_quotas_refused_by_the_registry_leave_none_of_them_recorded() -> N
         ]
         await ops.publish(T.inbound("operator", "ops"), SetQuotas(quotas=quotas))
         error = await inbox.wait_for(Error)
-        assert error.code == "unavailable"  # (about: "SetQuota", the recorder's word)
+        assert error.code == "unavailable"
         assert not c.master.allocator.quotas  # the books: none of them
 
         new_leader = Registry(store)  # what a new leader reads

@@ -11,8 +11,6 @@ import asyncio
 import contextlib
 from typing import Any
 
-import pytest
-
 from master.ha.registry import MemoryStore, Registry
 from master.master import Master
 from protocol.wire.messages import Reconcile, ReconcileTask, Update, UpdateFramework
@@ -36,11 +34,6 @@ class HeldStore(MemoryStore):
         await super().put(key, value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review84: FrameworkUpdates.on_update_framework awaits the registry in the "
-    "intake's one server",
-)
 async def test_an_update_waiting_on_the_registry_holds_up_no_other_principals_call() -> None:
     store = HeldStore()
     async with contextlib.AsyncExitStack() as stack:

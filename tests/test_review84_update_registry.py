@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-import pytest
 from test_multi_role import MULTI, WHOLE, offers_of
 
 from master.ha.registry import MemoryStore, Registry
@@ -32,11 +31,6 @@ class RefusingStore(MemoryStore):
         await super().put(key, value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review84: FrameworkUpdates changes the books before the registry write and "
-    "does not undo them when the write is refused",
-)
 async def test_an_update_the_registry_refused_changes_nothing() -> None:
     store = RefusingStore()
     async with contextlib.AsyncExitStack() as stack:

@@ -10,8 +10,12 @@ only once the framework holds nothing in it -- Mesos keeps a framework in a role
 until its tasks there end; here the update is refused, saying which tasks are there, so
 that no task's resources are ever counted in a role its framework is not in.
 
-The new record is written to the registry before the framework is told `FrameworkUpdated`
-(a new leader knows its roles); a refused update changes nothing.
+The new record is written to the registry before anything changes, in the background:
+the intake reads everybody's calls meanwhile. Then it is checked again (the framework's
+own calls went on), made, and the framework told `FrameworkUpdated`, so a new leader
+knows its roles; an update refused at either check, or whose write fails, changes
+nothing (its old record written back if the second check refuses it). One update of a
+framework at a time.
 """
 
 from __future__ import annotations
@@ -47,41 +51,87 @@ class FrameworkUpdates:
         """`subscriptions`: what a Subscribe sets of a framework, set the same way here."""
         self.books, self.allocator, self.subscriptions = books, allocator, subscriptions
         self.recorder, self.outbox, self.acl, self.log = recorder, outbox, acl, log
+        self._writing: set[str] = set()  # frameworks whose update is being written
 
     async def on_update_framework(self, msg: UpdateFramework, caller: Caller) -> None:
+        """Checked, then written to the registry in the background (the intake reads
+        everybody's calls meanwhile: a tenant's updates held them all for a ZooKeeper
+        write each, review 84), then checked again and made, and told; refused at
+        either check, or if the write fails, with nothing changed."""
         fw = framework_of_caller(self.books, self.outbox, msg.framework_id, caller, ABOUT)
         if fw is None:
             return
-        problem = self._problem(fw, msg, caller)
+        fid = fw.framework_id
+        problem = self._problem(fw, msg, caller) or self._busy(fid)
         if problem is not None:
             code, why = problem
-            self.outbox.refuse(caller, why, code, ABOUT, framework_id=fw.framework_id)
+            self.outbox.refuse(caller, why, code, ABOUT, framework_id=fid)
             return
-        subs = self.subscriptions
-        subs.take_offers_back(fw, tell=True)  # (a left role's held nothing but these)
-        if msg.roles is not None and msg.roles != fw.roles:
-            try:
-                self.allocator.set_roles(fw.framework_id, msg.roles)
-            except AllocatorError as e:  # (a dying task's resources, not yet back)
-                self.outbox.refuse(
-                    caller, str(e), "role-in-use", ABOUT, framework_id=fw.framework_id
-                )
-                return
-            fw.roles, fw.role = list(msg.roles), msg.roles[0]
-        fw.name = msg.name
-        fw.failover_timeout = subs.failover_timeout(msg.failover_timeout)
-        subs.set_offer_filters(fw.framework_id, msg.offer_filters)
-        subs.set_suppression(fw, msg.suppressed_roles)
-        subs.set_capabilities(fw, msg.capabilities)
+        roles = msg.roles if msg.roles is not None else None
         record = FrameworkRecord(
+            principal=fw.principal,
+            name=msg.name,
+            role=roles[0] if roles else fw.role,
+            roles=list(roles) if roles else None,
+            failover_timeout=self.subscriptions.failover_timeout(msg.failover_timeout),
+        )
+        was = FrameworkRecord(
             principal=fw.principal,
             name=fw.name,
             role=fw.role,
             roles=fw.roles,
             failover_timeout=fw.failover_timeout,
         )
-        if not await self.recorder.framework(fw.framework_id, record, caller, ABOUT):
-            return  # (refused, saying so: the leader's term is over)
+        self._writing.add(fid)
+
+        async def update() -> None:
+            try:
+                written = await self.recorder.framework(fid, record, caller, ABOUT)
+            finally:
+                self._writing.discard(fid)
+            if written:
+                self._apply(msg, caller, record, was)
+
+        self.recorder.in_background(update(), ABOUT, framework_id=fid)
+
+    def _busy(self, framework_id: str) -> tuple[str, str] | None:
+        if framework_id not in self._writing:
+            return None
+        return "busy", f"framework {framework_id} has an update on its way: one at a time"
+
+    def _apply(
+        self, msg: UpdateFramework, caller: Caller, record: FrameworkRecord, was: FrameworkRecord
+    ) -> None:
+        """The update is in the registry: made, unless the framework went meanwhile or
+        now holds something in a role it leaves (its calls went on while it was written):
+        then refused, and the record it had written back."""
+        fw = self.books.frameworks.get(msg.framework_id)
+        if fw is None:
+            return  # (removed meanwhile: its record is dropped with it)
+        problem = self._problem(fw, msg, caller)
+        if problem is None:
+            self.subscriptions.take_offers_back(fw, tell=True)  # (a left role's: these)
+            if record.roles is not None and record.roles != fw.roles:
+                try:
+                    self.allocator.set_roles(fw.framework_id, record.roles)
+                except AllocatorError as e:  # (a dying task's resources, not yet back)
+                    problem = ("role-in-use", str(e))
+        if problem is not None:
+            code, why = problem
+            self.outbox.refuse(caller, why, code, ABOUT, framework_id=fw.framework_id)
+            quiet = Caller(caller.kind, caller.principal, None)  # (refused once already)
+
+            async def restore() -> None:
+                await self.recorder.framework(fw.framework_id, was, quiet, ABOUT)
+
+            self.recorder.in_background(restore(), ABOUT, framework_id=fw.framework_id)
+            return
+        subs = self.subscriptions
+        fw.roles, fw.role = record.roles, record.role
+        fw.name, fw.failover_timeout = record.name, record.failover_timeout
+        subs.set_offer_filters(fw.framework_id, msg.offer_filters)
+        subs.set_suppression(fw, msg.suppressed_roles)
+        subs.set_capabilities(fw, msg.capabilities)
         self.outbox.send_framework(
             fw, FrameworkUpdated(framework_id=fw.framework_id, roles=fw.all_roles())
         )
@@ -93,7 +143,7 @@ class FrameworkUpdates:
             roles=fw.all_roles(),
         )
         self.outbox.emit("updated", framework_id=fw.framework_id, detail=fw.name)
-        self.subscriptions.request_round()
+        subs.request_round()
 
     def _problem(
         self, fw: Framework, msg: UpdateFramework, caller: Caller
@@ -102,13 +152,13 @@ class FrameworkUpdates:
         if not msg.name.isprintable():  # it reaches executors' environments
             return "invalid", "framework name must not contain control characters"
         if (fw.roles is None) != (msg.roles is None):
-            return "role-refused", (
+            return "invalid", (
                 f"framework {fw.framework_id} is "
                 + ("not " if fw.roles is None else "")
                 + "MULTI_ROLE, and stays so (register a new framework to change it)"
             )
         if msg.roles is None and msg.role not in ("*", fw.role):
-            return "role-refused", (
+            return "invalid", (
                 f"framework {fw.framework_id} is in role {fw.role}: a framework of one role "
                 "keeps it (a MULTI_ROLE framework's roles may change)"
             )
@@ -116,9 +166,10 @@ class FrameworkUpdates:
         for role in roles:
             if role in fw.all_roles():
                 continue
-            why = self.allocator.roles.problem(role) or self.acl.check(caller.principal, role)
-            if why is not None:
-                return "role-refused", why
+            if why := self.allocator.roles.problem(role):
+                return "invalid", why
+            if why := self.acl.check(caller.principal, role):
+                return "role-refused", why  # (the principal may not: a 403 over HTTP)
         if others := sorted(set(msg.suppressed_roles) - set(roles)):
             return "invalid", (
                 f"suppressed_roles names roles the framework is not in: {', '.join(others)} "

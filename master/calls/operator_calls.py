@@ -65,9 +65,9 @@ class OperatorCalls:
         if problem:
             self.outbox.refuse(caller, problem, "invalid-quota", about, role=",".join(specs))
             return
-        for msg in asked:  # (a write that fails says so, and is the leader's last)
-            if not await self.recorder.quota(msg.role, msg.guarantee, msg.limit, caller):
-                return
+        recorded = {msg.role: (msg.guarantee, msg.limit) for msg in asked}
+        if not await self.recorder.quotas(recorded, caller, about):
+            return  # (refused, saying so: nothing of it in the registry, nor here)
         for msg in asked:
             self._quota_set(msg, specs[msg.role], caller)
         if self.roles_path is not None:  # kept in the roles file, as the issue of record

@@ -29,12 +29,11 @@ class Recorder:
             self._registry.add_framework(framework_id, record), caller, about
         )
 
-    async def quota(
-        self, role: str, guarantee: Resources, limit: Limit | None, caller: Caller
+    async def quotas(
+        self, quotas: dict[str, tuple[Resources, Limit | None]], caller: Caller, about: str
     ) -> bool:
-        return await self._recorded(
-            self._registry.set_quota(role, guarantee, limit), caller, "SetQuota"
-        )
+        """Roles' quotas (guarantee, limit), all or none."""
+        return await self._recorded(self._registry.set_quotas(quotas), caller, about)
 
     async def weights(self, weights: dict[str, float], caller: Caller) -> bool:
         return await self._recorded(self._registry.set_weights(weights), caller, "SetWeights")

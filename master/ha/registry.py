@@ -17,6 +17,7 @@ and throwaway clusters (`MemoryStore`).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -253,12 +254,41 @@ class Registry:
         for oldest in forget:
             await self.store.drop(f"removed/{oldest}")
 
-    async def set_quota(self, role: str, guarantee: Resources, limit: Limit | None) -> None:
-        await self._put("quota", role, QuotaRecord(guarantee=guarantee, limit=limit))
+    async def set_quotas(self, quotas: dict[str, tuple[Resources, Limit | None]]) -> None:
+        """Roles' quotas (guarantee, limit), all or none: see `_put_all`."""
+        records = {
+            role: QuotaRecord(guarantee=guarantee, limit=limit)
+            for role, (guarantee, limit) in quotas.items()
+        }
+        await self._put_all("quota", records)
 
     async def set_weights(self, weights: dict[str, float]) -> None:
-        for role, weight in weights.items():
-            await self._put("weight", role, WeightRecord(weight=weight))
+        """Roles' weights, all or none: see `_put_all`."""
+        await self._put_all("weight", {r: WeightRecord(weight=w) for r, w in weights.items()})
+
+    async def _put_all(self, kind: str, records: Mapping[str, _Record]) -> None:
+        """Several records of a kind, one at a time; if one is refused, those written
+        before it are put back as they were (best effort: a store that refuses one may
+        refuse those too, and then its error is logged and the first one raised), so
+        that a new leader does not read half of an operator's call that was refused."""
+        table = self._tables[kind]
+        before = {name: table.get(name) for name in records}
+        written: list[str] = []
+        try:
+            for name, record in records.items():
+                await self._put(kind, name, record)
+                written.append(name)
+        except Exception:
+            for name in reversed(written):
+                old = before[name]
+                try:
+                    if old is None:
+                        await self._drop(kind, name)
+                    else:
+                        await self._put(kind, name, old)
+                except Exception as e:
+                    log.error("registry.undo_failed", key=f"{kind}/{name}", error=repr(e))
+            raise
 
     async def close(self) -> None:
         await self.store.close()

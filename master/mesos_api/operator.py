@@ -312,8 +312,8 @@ class OperatorApi:
             if not isinstance(config, dict) or not isinstance(config.get("role"), str):
                 raise CallError(400, "update_quota.quota_configs: each needs a role")
             guarantee = _scalars(config.get("guarantees"), "guarantees")
-            limits = config.get("limits")
-            limit = None if limits is None else _scalars(limits, "limits")
+            limits = config.get("limits")  # (none, or {}: no limit, as Mesos's empty map)
+            limit = _scalars(limits, "limits") or None
             quotas.append({"role": config["role"], "guarantee": guarantee, "limit": limit})
         await self._call(SetQuotas, {"quotas": quotas}, caller)
 

@@ -316,9 +316,10 @@ class SchedulerApi:
         refusals: list[tuple[str, str]] = []
         caller = Caller("framework", owner, None, refused=lambda *r: refusals.append(r))
         await self.master.call(message, caller)
-        for code, why in refusals[:1]:
+        for code, why in refusals[:1]:  # (a role the principal may not use: as Mesos, 403)
             self._bad(request, principal, code, framework_id=call.framework())
-            return problem(why, 503 if code == "unavailable" else 400)
+            status = {"unavailable": 503, "role-refused": 403}.get(code, 400)
+            return problem(why, status)
         return web.Response(status=200)
 
     def _bad(self, request: web.Request, principal: str, code: str, **more: str) -> None:

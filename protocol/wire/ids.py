@@ -110,11 +110,13 @@ def task_problem(task: TaskInfo) -> str | None:
         problem = id_problem(task.executor.executor_id, "executor id") or command_problem(
             task.executor.command, "executor command"
         )
-        volume = next((k for k in task.resources.millis if parse_key(k).volume), None)
+        named = (*task.resources.millis, *task.executor.resources.millis)
+        volume = next((k for k in named if parse_key(k).volume), None)
         if problem is None and volume is not None:  # (its executor would not see it)
             problem = (
                 f"{volume} is a persistent volume: a command task's alone (a custom "
-                "executor's task would not see it, and what it wrote there would not last)"
+                "executor and its tasks would not see it, and what they wrote there would "
+                "not last)"
             )
     check = task.health_check.command if task.health_check is not None else None
     if problem is None and check is not None:  # (run as the task runs: its bounds too)
