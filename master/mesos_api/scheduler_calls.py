@@ -217,7 +217,8 @@ def _framework_fields(info: Mapping[str, Any], principal: str, default_role: str
         "name": info.get("name") or "mesos-framework",
         "role": "*" if multi else roles[0],
         "roles": roles if multi else None,
-        "failover_timeout": info.get("failover_timeout") or 0.0,  # (validated as ours)
+        # (validated as ours: a value of another type is refused, not read as none)
+        "failover_timeout": info.get("failover_timeout", 0.0),
         "capabilities": [c for c in FrameworkCapability if c.value in capabilities],
     }
 
