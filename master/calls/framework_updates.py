@@ -67,7 +67,7 @@ class FrameworkUpdates:
             code, why = problem
             self.outbox.refuse(caller, why, code, ABOUT, framework_id=fid)
             return
-        roles = msg.roles if msg.roles is not None else None
+        roles = msg.roles
         record = FrameworkRecord(
             principal=fw.principal,
             name=msg.name,
