@@ -20,12 +20,11 @@ import contextlib
 from typing import Any
 
 from master.ha.registry import MemoryStore, Registry
-from master.master import Master
 from protocol.wire.messages import Reconcile, ReconcileTask, TaskState, Update
 from protocol.wire.resources import Resources
 
 from harness.helpers import eventually
-from harness.master import FAST, GB, Cluster, T
+from harness.master import GB, Cluster
 
 
 class HeldStore(MemoryStore):
@@ -46,10 +45,7 @@ async def test_a_subscription_waiting_on_the_registry_holds_up_no_other_principa
     store = HeldStore()
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)
-        bus = await stack.enter_async_context(c.connect(name="master"))
-        c.master = Master(bus, T, FAST, registry=Registry(store))
-        await c.master.start()
-        stack.push_async_callback(c.master.stop)
+        await c.start_master(registry=Registry(store))
         bob = await c.framework("B")
         await c.slave("s1", Resources(cpus=2, mem=2 * GB))
 

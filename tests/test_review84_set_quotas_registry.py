@@ -9,12 +9,11 @@ import contextlib
 from typing import Any
 
 from master.ha.registry import MemoryStore, Registry
-from master.master import Master
 from protocol.wire.messages import Error, SetQuota, SetQuotas
 from protocol.wire.resources import Resources
 
 from harness.helpers import Inbox
-from harness.master import FAST, Cluster, T
+from harness.master import Cluster, T
 
 
 class RefusingStore(MemoryStore):
@@ -35,10 +34,7 @@ async def test_quotas_refused_by_the_registry_leave_none_of_them_recorded() -> N
     store = RefusingStore("quota/b")
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)
-        bus = await stack.enter_async_context(c.connect(name="master"))
-        c.master = Master(bus, T, FAST, registry=Registry(store))
-        await c.master.start()
-        stack.push_async_callback(c.master.stop)
+        await c.start_master(registry=Registry(store))
         ops = await stack.enter_async_context(
             c.connect(name="ops", inbox=T.outbox("operator", "ops"), will=None)
         )

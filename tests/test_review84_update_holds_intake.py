@@ -7,41 +7,23 @@ new-framework Subscribe's write off the intake for the same reason)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from typing import Any
 
-from master.ha.registry import MemoryStore, Registry
-from master.master import Master
+from test_registry_write_stall import HeldStore
+
+from master.ha.registry import Registry
 from protocol.wire.messages import Reconcile, ReconcileTask, Update, UpdateFramework
 from protocol.wire.resources import Resources
 
 from harness.helpers import eventually
-from harness.master import FAST, GB, Cluster, T
-
-
-class HeldStore(MemoryStore):
-    """A registry store whose framework records wait for `release` while `holding`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.holding, self.release, self.waiting = False, asyncio.Event(), 0
-
-    async def put(self, key: str, value: Any) -> None:
-        if self.holding and key.startswith("framework/"):
-            self.waiting += 1
-            await self.release.wait()
-        await super().put(key, value)
+from harness.master import GB, Cluster
 
 
 async def test_an_update_waiting_on_the_registry_holds_up_no_other_principals_call() -> None:
     store = HeldStore()
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)
-        bus = await stack.enter_async_context(c.connect(name="master"))
-        c.master = Master(bus, T, FAST, registry=Registry(store))
-        await c.master.start()
-        stack.push_async_callback(c.master.stop)
+        await c.start_master(registry=Registry(store))
         mallory = await c.framework("M", principal="mallory")
         bob = await c.framework("B", principal="bob")
         await c.slave("s1", Resources(cpus=2, mem=2 * GB))

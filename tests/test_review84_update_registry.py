@@ -11,10 +11,9 @@ from typing import Any
 from test_multi_role import MULTI, WHOLE, offers_of
 
 from master.ha.registry import MemoryStore, Registry
-from master.master import Master
 from protocol.wire.messages import Error, FrameworkCapability, UpdateFramework
 
-from harness.master import FAST, Cluster, T
+from harness.master import Cluster, T
 
 
 class RefusingStore(MemoryStore):
@@ -35,10 +34,7 @@ async def test_an_update_the_registry_refused_changes_nothing() -> None:
     store = RefusingStore()
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)
-        bus = await stack.enter_async_context(c.connect(name="master"))
-        c.master = Master(bus, T, FAST, registry=Registry(store))
-        await c.master.start()
-        stack.push_async_callback(c.master.stop)
+        await c.start_master(registry=Registry(store))
         fw = await c.framework("A", roles=["web"], capabilities=[FrameworkCapability.MULTI_ROLE])
         await c.slave("s1", WHOLE)
         await offers_of(fw, 1)

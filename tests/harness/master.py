@@ -10,6 +10,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from master.ha.registry import Registry
 from master.master import Master, MasterConfig
 from protocol.tooling.credentials import Principal, Store
 from protocol.transport.memory import MemoryBroker
@@ -44,9 +45,12 @@ class Cluster:
         self.connect = self.broker.connector(None)  # no credentials: any party, any topic
         self.master: Master
 
-    async def start_master(self, config: MasterConfig = FAST) -> Master:
+    async def start_master(
+        self, config: MasterConfig = FAST, registry: Registry | None = None
+    ) -> Master:
+        """The master, on `registry` if given (a test's store under it)."""
         bus = await self.stack.enter_async_context(self.connect(name="master"))
-        self.master = Master(bus, T, config)
+        self.master = Master(bus, T, config, registry=registry)
         await self.master.start()
         self.stack.push_async_callback(self.master.stop)
         return self.master
