@@ -25,8 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from master.allocation.quota import Quota, QuotaError
 from master.allocation.role_tree import check_role
 from protocol.wire.codec import describe_validation
+from protocol.wire.reservations import is_plain
 from protocol.wire.resources import Limit, ResourceError, Resources
 from protocol.wire.values import MAX_WEIGHT
+
+DEFAULT_ROLE = "*"
+NO_DEFAULT_QUOTA = "the default role * has no quota, as in Mesos (MESOS-3938): give it a role"
 
 
 class RolesError(ValueError):
@@ -43,6 +47,12 @@ class QuotaSpec(_Strict):
 
     @model_validator(mode="after")
     def _guarantee_within_limit(self) -> QuotaSpec:
+        for named in (self.guarantee, self.limit or Limit()):
+            if reserved := sorted(k for k in named.millis if not is_plain(k)):
+                raise ValueError(
+                    f"a quota names resources by what they are (cpus, mem, ...), not "
+                    f"reserved ones or volumes: {reserved[0]} (as Mesos refuses them)"
+                )
         try:
             self.guarantee.check_spelling()
             if self.limit is not None:
@@ -68,8 +78,10 @@ class RolesFile(_Strict):
     @field_validator("roles")
     @classmethod
     def _names(cls, roles: dict[str, RoleSpec]) -> dict[str, RoleSpec]:
-        for name in roles:
+        for name, spec in roles.items():
             check_role(name)
+            if name == DEFAULT_ROLE and spec.quota is not None:
+                raise ValueError(NO_DEFAULT_QUOTA)
         return roles
 
 

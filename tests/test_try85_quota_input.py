@@ -18,10 +18,6 @@ from harness.helpers import Inbox, eventually
 from harness.master import Cluster, T
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="to_millis rounds amount*1000, which overflows to inf for 1e308: OverflowError",
-)
 def test_a_huge_amount_is_a_resource_error() -> None:
     """`drfmesos quota set x --guarantee cpus:1e308` ends in an OverflowError traceback,
     and UPDATE_QUOTA with {"cpus": {"value": 1e308}} is answered 500: the operator API
@@ -30,10 +26,6 @@ def test_a_huge_amount_is_a_resource_error() -> None:
         Resources(cpus=1e308)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an OverflowError from Resources escapes pydantic: UPDATE_QUOTA answers 500",
-)
 def test_update_quota_with_a_huge_amount_is_a_validation_error() -> None:
     with pytest.raises(ValidationError):
         SetQuotas.model_validate({"quotas": [{"role": "a", "guarantee": {"cpus": 1e308}}]})
@@ -59,16 +51,12 @@ async def _refused(quota: SetQuota) -> Error | None:
         return errors[0] if errors else None
 
 
-@pytest.mark.xfail(strict=True, reason="a quota of role '*' is set (and written to the roles file)")
 async def test_the_default_role_has_no_quota() -> None:
     """UPDATE_QUOTA {"role": "*", "guarantees": {"cpus": {"value": 1}}} was answered 200,
     and `drfmesos quota set '*' --guarantee cpus:1` said "quota of * set"."""
     assert await _refused(SetQuota(role="*", guarantee=Resources(cpus=1))) is not None
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a quota of reserved resources (cpus(x)) is set, unsatisfiable"
-)
 async def test_a_quota_of_reserved_resources_is_refused() -> None:
     """SET_QUOTA whose guarantee has `reservations: [{role: b}]`, or `drfmesos quota set x
     --guarantee 'cpus(x):1'`, set a quota of `cpus(x)`: written to the roles file as such,

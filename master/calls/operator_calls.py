@@ -15,7 +15,14 @@ from master.allocation.allocator import Allocator
 from master.authz import Caller
 from master.ha.recorder import Recorder
 from master.outbox import Outbox
-from master.roles_file import QuotaSpec, RolesFile, RoleSpec, save_roles
+from master.roles_file import (
+    DEFAULT_ROLE,
+    NO_DEFAULT_QUOTA,
+    QuotaSpec,
+    RolesFile,
+    RoleSpec,
+    save_roles,
+)
 from protocol.wire.codec import describe_validation
 from protocol.wire.messages import SetQuota, SetQuotas, SetWeights, WatchEvents, Watching
 
@@ -52,6 +59,9 @@ class OperatorCalls:
     async def _set_quotas(self, asked: list[SetQuota], caller: Caller, about: str) -> None:
         specs: dict[str, QuotaSpec | None] = {}  # (None: cleared)
         for msg in asked:
+            if msg.role == DEFAULT_ROLE and (msg.guarantee or msg.limit is not None):
+                self.outbox.refuse(caller, NO_DEFAULT_QUOTA, "invalid-quota", about, role="*")
+                return
             try:
                 spec = QuotaSpec.model_validate({"guarantee": msg.guarantee, "limit": msg.limit})
             except ValidationError as e:

@@ -50,6 +50,9 @@ class ResourceError(ValueError):
     """An amount that cannot be a resource: negative, not finite, not a number, or a bad name."""
 
 
+MAX_AMOUNT = 2**62 / 1000  # (what fixed point holds: 2**62 millis)
+
+
 def to_millis(name: str, amount: object) -> int:
     """Convert a user-facing amount to fixed point, rejecting what cannot be a resource."""
     if not isinstance(name, str) or not name or (len(name) > 64 and not _long_key(name)):
@@ -67,6 +70,8 @@ def to_millis(name: str, amount: object) -> int:
         raise ResourceError(f"resource {name!r}: amount must be finite, got {amount!r}")
     if amount < 0:
         raise ResourceError(f"resource {name!r}: amount must not be negative, got {amount!r}")
+    if amount > MAX_AMOUNT:  # (before the product: 1e308 * SCALE is no integer)
+        raise ResourceError(f"resource {name!r}: amount {amount!r} is too large")
     millis = round(amount * SCALE)
     if millis > 2**62:
         raise ResourceError(f"resource {name!r}: amount {amount!r} is too large")
