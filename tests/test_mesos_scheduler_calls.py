@@ -86,6 +86,10 @@ def test_subscribe_reads_the_roles_offer_filters_as_mesos_defines_them() -> None
     bad = {"r": {"min_allocatable_resources": {"quantities": [{"quantities": {"cpus": 1}}]}}}
     with pytest.raises(ValueError, match="offer_filters"):
         minimum(bad)
+    # past the bound: said in one line of ours, not pydantic's report (try 85)
+    many = {"r": {"min_allocatable_resources": {"quantities": quantities * 50}}}
+    with pytest.raises(SchedulerCallError, match=r"^min_allocatable: List should have at most"):
+        minimum(many)
 
 
 def test_subscribe_as_another_principal_or_with_two_roles_without_multi_role_is_refused() -> None:

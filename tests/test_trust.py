@@ -593,6 +593,10 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
     frozen_kept = load_roles(roles).roles["frozen"].quota
     assert frozen_kept is not None
     assert frozen_kept.limit == Limit(cpus=0)
+    # cleared, a role with nothing else of its own leaves the file (no `frozen: {}` kept)
+    cleared = SetQuota(role="frozen")
+    assert await operator_call(ops, T.cluster, cleared, quota_of("frozen")) is None
+    assert "frozen" not in load_roles(roles).roles
 
     # quota is an operator's call: a framework principal is refused
     mallory = await secure.attacker()

@@ -93,7 +93,11 @@ class OperatorCalls:
         current = self.roles.roles.get(msg.role) or RoleSpec(
             weight=self.allocator.roles.weight(msg.role)
         )
-        self.roles.roles[msg.role] = current.model_copy(update={"quota": spec})
+        kept = current.model_copy(update={"quota": spec})
+        if kept == RoleSpec():  # (nothing of its own left: out of the file, not `role: {}`)
+            self.roles.roles.pop(msg.role, None)
+        else:
+            self.roles.roles[msg.role] = kept
         unsatisfiable = self.allocator.roles.unsatisfiable().get(msg.role)
         detail = f"{msg.role}: " + (
             "cleared"

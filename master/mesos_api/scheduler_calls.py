@@ -213,7 +213,7 @@ def _framework_fields(info: Mapping[str, Any], principal: str, default_role: str
         (m for r in roles if (m := mj.min_allocatable_from_mesos(filters, r)) is not None), None
     )
     return {
-        "offer_filters": None if minimum is None else OfferFilters(min_allocatable=minimum),
+        "offer_filters": None if minimum is None else _wire(OfferFilters, min_allocatable=minimum),
         "name": info.get("name") or "mesos-framework",
         "role": "*" if multi else roles[0],
         "roles": roles if multi else None,
