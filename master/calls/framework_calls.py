@@ -146,7 +146,7 @@ class FrameworkCalls:
         self.outbox, self.updates, self.removals = outbox, updates, removals
         self.ids, self.request_round, self.log = ids, request_round, log
         self.operations = operations
-        # asks about tasks on slaves still recovering after a failover (`answer_waiting`)
+        # asks about tasks on slaves still recovering after a failover (`kept_answers`)
         self.waits = ReconcileWaits()
 
     def _framework(self, framework_id: str, caller: Caller, about: str) -> Framework | None:
