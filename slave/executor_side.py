@@ -415,8 +415,8 @@ class ExecutorSide:
     async def _executor_exited(self, executor: ExecutorProcess, code: int) -> None:
         self.executors.pop(executor.key, None)
         self._misbehaving.forget(repr(executor.key))
-        for event in ("message.undelivered", "answer.undelivered"):
-            self._undelivered.pop((*executor.key, event), None)
+        for key in [k for k in self._undelivered if k[:2] == executor.key]:
+            del self._undelivered[key]  # (its drops of every kind: `_said`)
         limited = None
         if executor.container is not None:
             limited = await executor.container.limitation()

@@ -309,9 +309,10 @@ class SchedulerApi:
     async def _update(
         self, request: web.Request, call: MesosCall, principal: str, owner: str
     ) -> web.Response:
-        """UPDATE_FRAMEWORK, answered as Mesos answers it: 200 once in effect (and in the
-        registry), else 400 saying why, nothing changed. Its refusal is told here, not on
-        the stream (a refused role there ends a stream; this changes nothing)."""
+        """UPDATE_FRAMEWORK, answered as Mesos answers it: 200 once in the registry and
+        in effect, else saying why, nothing changed: 403 for a role its principal may not
+        use, 503 if the registry cannot be written, else 400. Its refusal is told here,
+        not on the stream (a refused role there ends a stream; this changes nothing)."""
         message = await self._read(request, principal, lambda: update_of(call, principal))
         refusals: list[tuple[str, str]] = []
         caller = Caller("framework", owner, None, refused=lambda *r: refusals.append(r))

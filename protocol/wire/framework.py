@@ -111,9 +111,6 @@ class UpdateFramework(Wire):
         check_roles(self.role, self.roles, self.capabilities)
         return self
 
-    def all_roles(self) -> list[str]:
-        return list(self.roles) if self.roles is not None else [self.role]
-
 
 class OfferOperation(Wire):
     """An operation on offered resources besides a launch (Mesos's `Offer.Operation`):
