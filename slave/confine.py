@@ -167,12 +167,22 @@ _HAND_BACK = (
 )
 
 
-def mounts_script(private_tmp: bool, volumes: bool) -> str:
-    """Root's script in the task's namespaces: its /dev/shm (and, if `private_tmp`, its
-    /run/lock, /tmp and /var/tmp, and its volumes if `volumes`: their paths its arguments,
-    up to `--`; the sandbox then handed to its user), then the task's command (the rest
-    of its arguments)."""
+# ... and, for a user no account has, its copies of /etc/passwd and /etc/group, each with
+# its line (slave.task_accounts), the first two arguments: its tasks are told who they are
+_ACCOUNT_BINDS = (
+    'mount -n --bind -- "$1" /etc/passwd && mount -n --bind -- "$2" /etc/group && shift 2'
+)
+
+
+def mounts_script(private_tmp: bool, volumes: bool, accounts: bool = False) -> str:
+    """Root's script in the task's namespaces: its /dev/shm (and, if `accounts`, its
+    user's account files, the first two arguments; if `private_tmp`, its /run/lock, /tmp
+    and /var/tmp, and its volumes if `volumes`: their paths the next arguments, up to
+    `--`; the sandbox then handed to its user), then the task's command (the rest of its
+    arguments)."""
     steps = [PRIVATE_SHM]
+    if accounts:
+        steps.append(_ACCOUNT_BINDS)
     if private_tmp:
         steps += [PRIVATE_LOCK, _TMP_BINDS]
     if volumes:
@@ -237,7 +247,7 @@ class Confinement:
         args = self._confined(user, ["/bin/sh", "-s", exit_file, *shell], binds)
         body = TASK_WRAPPER_IN_NAMESPACE if self.pid_namespace else TASK_WRAPPER
         held = self.private_tmp or bool(binds.mounts)
-        return self._start(first, join[1], args, env, body, held)
+        return self._start(first, join[1], args, self._named(user, env), body, held)
 
     def executor(
         self,
@@ -251,7 +261,7 @@ class Confinement:
         first, then = self._joins(user, join[0])
         args = self._confined(user, ["/bin/sh", "-s", "/bin/sh", "-c", then + command])
         body = EXECUTOR_IN_NAMESPACE if self.pid_namespace else EXECUTOR
-        return self._start(first, join[1], args, env, body, self.private_tmp)
+        return self._start(first, join[1], args, self._named(user, env), body, self.private_tmp)
 
     def check(
         self,
@@ -283,7 +293,13 @@ class Confinement:
         elif self.switches(user):
             assert user is not None
             args = [self.setpriv, *_drop_to(user), "--", *args]
-        return self._start(first, join[1], args, env, EXECUTOR)
+        return self._start(first, join[1], args, self._named(user, env), EXECUTOR)
+
+    def _named(self, user: TaskUser | None, env: dict[str, str]) -> dict[str, str]:
+        """`env` with its user's name as $USER and $LOGNAME where it runs as a user of its
+        own (what its framework set wins): as `id -un` tells it (slave.task_accounts)."""
+        name = user.name or user.account if user is not None and self.switches(user) else None
+        return {"USER": name, "LOGNAME": name, **env} if name else env
 
     def _joins(self, user: TaskUser | None, join: str) -> tuple[str, str]:
         """(What root runs first to join the cgroup, what the task's shell runs). Root
@@ -325,10 +341,12 @@ class Confinement:
             if self.switches(user):
                 assert user is not None
                 args = [self.setpriv, *_drop_to(user), "--", *args]
-            script = mounts_script(self.private_tmp, bool(binds.mounts))
+            # (its user's account files: only one it switches to has them, and binds them)
+            accounts = list(user.accounts) if user is not None and user.accounts else []
+            script = mounts_script(self.private_tmp, bool(binds.mounts), bool(accounts))
             bound = binds.args()
             return [self.unshare, *NAMESPACES, "--", "/bin/sh", "-c", script, "drfmesos-mounts",
-                    *bound, *args]  # fmt: skip
+                    *accounts, *bound, *args]  # fmt: skip
         if not self.switches(user):
             return args
         assert user is not None

@@ -26,7 +26,7 @@ import json
 import os
 import pwd
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +45,10 @@ class TaskUser:
     uid: int
     gid: int
     account: str | None = None  # a named account: its supplementary groups come along
+    # a user no account has: the name its tasks are told, and its copies of /etc/passwd
+    # and /etc/group with its line (slave.task_accounts), bound in their mount namespace
+    name: str | None = None
+    accounts: tuple[str, str] | None = None
 
     def __str__(self) -> str:
         return self.account or f"{self.uid}:{self.gid}"
@@ -201,10 +205,18 @@ class TaskUsers:
     """The user a principal's tasks run as: the operator's, else the machine's map's."""
 
     def __init__(
-        self, uid_map: UidMap, operator: dict[str, TaskUser], cluster: str = "default"
+        self,
+        uid_map: UidMap,
+        operator: dict[str, TaskUser],
+        cluster: str = "default",
+        accounts: Callable[[str, TaskUser], TaskUser] | None = None,
     ) -> None:
+        """`accounts`: names a principal's user where no account has it, writing its
+        copies of the host's account files (`task_accounts.with_accounts`, blocking)."""
         self.uid_map, self.operator, self.cluster = uid_map, operator, cluster
-        self._known: dict[str, TaskUser] = dict(operator)
+        self._accounts = accounts
+        # (an operator's uid that no account has is named by its first look-up)
+        self._known: dict[str, TaskUser] = {} if accounts else dict(operator)
 
     def is_tenant(self, uid: int) -> bool:
         """Whether principals' tasks may run as `uid` here (the machine's range, or an
@@ -219,6 +231,11 @@ class TaskUsers:
         """(Touches the disk the first time a principal is seen: call it in a thread.)"""
         user = self._known.get(principal)
         if user is None:
-            uid = self.uid_map.uid_of(self.cluster, principal)
-            user = self._known[principal] = TaskUser(uid, uid)
+            user = self.operator.get(principal)
+            if user is None:
+                uid = self.uid_map.uid_of(self.cluster, principal)
+                user = TaskUser(uid, uid)
+            if self._accounts is not None:
+                user = self._accounts(principal, user)
+            self._known[principal] = user
         return user

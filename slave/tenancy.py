@@ -19,6 +19,7 @@ from typing import Any
 
 from slave.confine import Confinement, probe
 from slave.sandbox import PASSABLE, PRIVATE
+from slave.task_accounts import ACCOUNTS_DIR, with_accounts
 from slave.task_users import TaskUser, TaskUsers, UidMap
 
 WORK_DIR_FILES = 0o600  # its journals, its id, its executor key: the slave's alone
@@ -66,7 +67,12 @@ async def start_tenancy(config: Any, log: Any) -> Tenancy:
     users = None
     if confinement.users:
         uid_map = UidMap.at(config.task_uid_map, config.task_uids)
-        users = TaskUsers(uid_map, config.task_users, config.cluster)
+        # a user no account has is named in its tasks' own /etc/passwd, which needs their
+        # mount namespace (the PID namespace's) to be bound in
+        accounts = None
+        if confinement.pid_namespace:
+            accounts = functools.partial(with_accounts, Path(config.work_dir) / ACCOUNTS_DIR)
+        users = TaskUsers(uid_map, config.task_users, config.cluster, accounts)
         await asyncio.to_thread(close_work_dir, config.work_dir)
         python = config.task_env.get("DRFMESOS_PYTHON", sys.executable)
         problems = await asyncio.to_thread(_reach_problems, python, config.work_dir)
