@@ -18,6 +18,7 @@ or an operator's uid that one has, gets none: the host's files name it.
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import re
@@ -37,13 +38,16 @@ SHELL = "/bin/sh"
 
 def login_name(principal: str, uid: int) -> str:
     """The name a principal's task is told it has: the principal's own where that is a
-    user's name no account on this host has (a second `root` or `alice` would be read as
-    the account by whoever looks the name up), else `task-UID`."""
+    user's name no account or group on this host has (a second `root` or `sudo` would be
+    read as the host's by whoever looks the name up), else `task-UID`."""
     if LOGIN_NAME.fullmatch(principal):
         try:
             pwd.getpwnam(principal)
         except KeyError:
-            return principal
+            try:
+                grp.getgrnam(principal)
+            except KeyError:
+                return principal
     return f"task-{uid}"
 
 

@@ -5,6 +5,7 @@ $LOGNAME say the same; no task sees another principal's line, nor reaches its co
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import stat
@@ -63,10 +64,11 @@ def test_a_group_the_host_has_is_not_named_twice(tmp_path: Path) -> None:
 
 
 def test_a_principal_named_as_an_account_or_oddly_is_told_its_uid() -> None:
-    """A second `root` would be read as the account by whoever looks the name up; a name
+    """A second `root` or `sudo` would be read as the host's by whoever looks the name up; a name
     with a colon or a space would break the file."""
     uid = _free_uid()
     assert login_name("root", uid) == f"task-{uid}"
+    assert login_name(grp.getgrgid(0).gr_name, uid) == f"task-{uid}"  # (a group's name)
     assert login_name("team:ops", uid) == f"task-{uid}"
     assert login_name("a b", uid) == f"task-{uid}"
     assert login_name("x" * 33, uid) == f"task-{uid}"
