@@ -18,7 +18,7 @@ from typing import Any
 
 from benchmarks.mesos_client import MesosScheduler
 
-from harness.mesos import Live, framework_info, next_of
+from harness.mesos import Live, framework_info, next_of, operator_call
 from harness.mesos import live as live  # (the fixture)
 
 
@@ -81,3 +81,11 @@ async def test_a_lone_surrogate_in_a_call_is_a_400_and_takes_no_offer(live: Live
         assert await ends(s, "t3") == "TASK_FINISHED"
     finally:
         await s.close()
+
+
+async def test_the_operator_api_reads_calls_as_unicode_text_too(live: Live) -> None:
+    """The operator API (`POST /api/v1`) reads its calls the same way (`read_json`)."""
+    status, body = await operator_call(live, {"type": "GET_HEALTH", "note": "\udcff"})
+    assert status == 400, (status, body)
+    assert "surrogate" in body["error"]
+    assert (await operator_call(live, {"type": "GET_HEALTH", "note": "😀"}))[0] == 200
