@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
+import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from protocol.mesos_reservations import identity_fields, identity_of
@@ -51,6 +53,47 @@ E = TypeVar("E", Reason, Source)
 
 class MesosJSONError(ValueError):
     """Mesos JSON we cannot read: a missing or mistyped field, named in the message."""
+
+
+# A `\uD800`-`\uDFFF` escape: with a surrogate's own three bytes (which strict UTF-8
+# refuses), the only way into a str that no UTF-8 text holds.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def read_json(body: bytes, parse_constant: Callable[[str], Any] | None = None) -> object:
+    """A call's body as JSON, every string of it Unicode text: MesosJSONError for a body
+    that is not UTF-8 (an optional BOM aside), or for a lone surrogate (`"\\ud800"`).
+    Python's json reads one into a str that nothing can encode later, and pydantic checks
+    a model's own strings for them but not those in its dicts and lists (a command's
+    environment): one there raised in the master's Accept after it had taken the offer
+    (attack86). Malformed JSON raises as json.loads raises it (ValueError,
+    RecursionError)."""
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise MesosJSONError(f"the body is not UTF-8: {e.reason} at byte {e.start}") from None
+    data = json.loads(text, parse_constant=parse_constant)
+    if _SURROGATE_ESCAPE.search(text):  # (seldom: only then is every string looked at)
+        _no_lone_surrogate(data)
+    return data
+
+
+def _no_lone_surrogate(data: object) -> None:
+    todo = [data]
+    while todo:  # (no recursion: json nests deeper than Python's stack)
+        item = todo.pop()
+        if isinstance(item, dict):
+            todo += item.keys()
+            todo += item.values()
+        elif isinstance(item, list):
+            todo += item
+        elif isinstance(item, str):
+            try:
+                item.encode()
+            except UnicodeEncodeError:
+                raise MesosJSONError(
+                    f"{_short(item)} holds a lone surrogate: a string is Unicode text"
+                ) from None
 
 
 # --- ids and bytes -------------------------------------------------------------------------

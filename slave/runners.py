@@ -410,8 +410,11 @@ _SLEEP = re.compile(r"^\s*sleep\s+([0-9.]+)\s*$")
 
 
 def task_duration(task: TaskInfo) -> float:
+    """A simulated task's seconds: its data's `duration`, else its `sleep N`, else 0.
+    The data is a tenant's: what cannot be read so (not JSON, nested past the parser's
+    depth, no `duration`) is no duration, never an error out of the slave's launch."""
     if task.data:
-        with contextlib.suppress(ValueError, TypeError, AttributeError):
+        with contextlib.suppress(ValueError, TypeError, AttributeError, KeyError, RecursionError):
             d = json.loads(task.data)
             return max(0.0, float(d["duration"]))
     if task.command is not None and (m := _SLEEP.match(task.command.value)):

@@ -18,7 +18,6 @@ what is wrong, and changes nothing.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -102,8 +101,8 @@ async def read_call(request: web.Request) -> dict[str, Any]:
         if len(body) > MAX_BODY:  # (read no further: the rest is never buffered)
             raise CallError(413, f"a call is at most {MAX_BODY} bytes")
     try:
-        call = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
+        call = mj.read_json(bytes(body))  # (UTF-8, no lone surrogate)
+    except ValueError as e:
         raise CallError(400, f"malformed JSON: {e}") from None
     except RecursionError:
         raise CallError(400, "malformed JSON: nested too deeply") from None

@@ -15,7 +15,6 @@ time.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
@@ -111,10 +110,11 @@ def _no_constant(name: str) -> Any:
 
 
 def loads(body: bytes) -> object:
-    """JSON as Mesos reads it: no NaN or Infinity, and nesting too deep is a bad call
-    (Python's parser would raise RecursionError), not the server's trouble."""
+    """JSON as Mesos reads it: no NaN or Infinity, UTF-8 with no lone surrogate
+    (`mj.read_json`), and nesting too deep is a bad call (Python's parser would raise
+    RecursionError), not the server's trouble."""
     try:
-        return json.loads(body, parse_constant=_no_constant)
+        return mj.read_json(body, parse_constant=_no_constant)
     except RecursionError:
         raise SchedulerCallError("JSON nested too deeply") from None
 

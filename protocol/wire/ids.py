@@ -15,6 +15,9 @@ from protocol.wire.messages import CommandInfo, TaskInfo
 from protocol.wire.reservations import parse_key
 
 MAX_ID = 200  # characters, as every Id on the wire
+# bytes of an id in UTF-8: a task's is its sandbox's name on its slave (with a `%` before
+# it at most: slave.paths), and a file's name is at most 255 bytes (NAME_MAX)
+MAX_ID_BYTES = 254
 MAX_COMMAND = 64 * 1024  # bytes of a command's text (far below the kernel's ARG_MAX)
 MAX_ENVIRONMENT = 64 * 1024  # bytes of a command's environment, names and values
 MQTT_WILDCARDS = "+#"
@@ -45,6 +48,8 @@ def id_problem(value: str, what: str = "id") -> str | None:
             return f"{what} must not contain whitespace"
         if not c.isprintable():  # NUL and every other control or unassigned character
             return f"{what} must not contain control characters"
+    if len(value.encode()) > MAX_ID_BYTES:  # (printable: no surrogate is left to encode)
+        return f"{what} must be at most {MAX_ID_BYTES} bytes in UTF-8"
     return None
 
 
