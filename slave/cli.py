@@ -266,6 +266,14 @@ def raise_fd_limit(slaves: int) -> None:
     "(needs root): it sees and signals only its own processes.",
 )
 @click.option(
+    "--setuid-programs/--no-setuid-programs",
+    default=False,
+    show_default=True,
+    help="Let tasks that run as their principal's user gain privileges through setuid "
+    "programs and file capabilities (sudo, su, ping). Off: each task runs with the "
+    "kernel's no_new_privs, so a setuid program runs with the task's own privileges.",
+)
+@click.option(
     "--ports-isolation/--no-ports-isolation",
     default=None,
     help="Kill a task that listens on a port of this slave's ports range it was not "
@@ -349,6 +357,7 @@ def slave(
     podman: str,
     switch_user: bool,
     pid_namespace: bool,
+    setuid_programs: bool,
     ports_isolation: bool | None,
     ports_held: str | None,
     task_uids: str,
@@ -415,6 +424,7 @@ def slave(
                     podman=podman,
                     switch_user=switch_user,
                     pid_namespace=pid_namespace,
+                    setuid_programs=setuid_programs,
                     ports_isolation=ports_isolation,
                     ports_held=_ranges(ports_held),
                     task_uids=uids,

@@ -53,6 +53,9 @@ class SlaveConfig:
     # own. Off here; `drfmesos slave` turns both on by default.
     switch_user: bool = False
     pid_namespace: bool = False
+    # where tasks switch users, setuid programs (and file capabilities) still raise
+    # their privileges: off, a task runs under no_new_privs (slave.confine)
+    setuid_programs: bool = False
     # A task listening on a port of the slave's range it was not given is killed
     # (slave.ports_isolator), every `ports_check_interval` seconds; None: where tasks
     # are isolated (switch_user or pid_namespace)

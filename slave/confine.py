@@ -223,6 +223,11 @@ class Confinement:
     unshare: str = "unshare"
     setpriv: str = "setpriv"
     nsenter: str = "nsenter"
+    # where it switches users: no process of a task gains privileges by exec (the
+    # kernel's no_new_privs: a setuid program, sudo or su or one with a local root hole,
+    # runs with the task's own; file capabilities are not raised), off by
+    # `--setuid-programs`
+    no_new_privs: bool = False
 
     def switches(self, user: TaskUser | None) -> bool:
         """Whether a process for `user` runs as that user (the wrapper too)."""
@@ -289,10 +294,10 @@ class Confinement:
             if self.switches(user):
                 assert user is not None
                 enter += ["--setgid", str(user.gid), "--setuid", str(user.uid)]
-            args = [self.nsenter, *enter, "--", *args]
+            args = [*self._no_new_privs(), self.nsenter, *enter, "--", *args]
         elif self.switches(user):
             assert user is not None
-            args = [self.setpriv, *_drop_to(user), "--", *args]
+            args = [self.setpriv, *self._drop_to(user), "--", *args]
         return self._start(first, join[1], args, self._named(user, env), EXECUTOR)
 
     def _named(self, user: TaskUser | None, env: dict[str, str]) -> dict[str, str]:
@@ -340,7 +345,7 @@ class Confinement:
         if self.pid_namespace:  # (System V IPC, POSIX queues, /dev/shm and /tmp its own too)
             if self.switches(user):
                 assert user is not None
-                args = [self.setpriv, *_drop_to(user), "--", *args]
+                args = [self.setpriv, *self._drop_to(user), "--", *args]
             # (its user's account files: only one it switches to has them, and binds them)
             accounts = list(user.accounts) if user is not None and user.accounts else []
             script = mounts_script(self.private_tmp, bool(binds.mounts), bool(accounts))
@@ -351,9 +356,21 @@ class Confinement:
             return args
         assert user is not None
         if user.account is not None:  # (its groups: setpriv drops to it)
-            return [self.setpriv, *_drop_to(user), "--", *args]
+            return [self.setpriv, *self._drop_to(user), "--", *args]
         ids = ["--setgid", str(user.gid), "--setuid", str(user.uid)]
-        return [self.unshare, *ids, "--", *args]
+        return [*self._no_new_privs(), self.unshare, *ids, "--", *args]
+
+    def _drop_to(self, user: TaskUser) -> list[str]:
+        """setpriv's arguments to become `user`: an operator's account with its groups, a
+        slave-made user with none; gaining no privilege by exec where that is on."""
+        groups = "--init-groups" if user.account is not None else "--clear-groups"
+        nnp = ["--no-new-privs"] if self.no_new_privs else []
+        return ["--reuid", str(user.uid), "--regid", str(user.gid), groups, *nnp]
+
+    def _no_new_privs(self) -> list[str]:
+        """What root runs first so that nothing after it gains privileges by exec (it is
+        inherited, and a root nsenter or unshare still drops to the task's user under it)."""
+        return [self.setpriv, "--no-new-privs", "--"] if self.no_new_privs else []
 
     def not_enforced(self) -> str | None:
         """What a tenant's task can still reach here, for the slave's start line (None:
@@ -389,22 +406,19 @@ class Confinement:
         return "; ".join(gaps) or None
 
 
-def _drop_to(user: TaskUser) -> list[str]:
-    """setpriv's arguments to become `user`: an operator's account with its groups, a
-    slave-made user with none."""
-    groups = "--init-groups" if user.account is not None else "--clear-groups"
-    return ["--reuid", str(user.uid), "--regid", str(user.gid), groups]
-
-
 UNCONFINED = Confinement(users=False, pid_namespace=False)  # (a slave before its start)
 
 
 def probe(
-    switch_user: bool, pid_namespace: bool, work_dir: Path | None = None
+    switch_user: bool,
+    pid_namespace: bool,
+    work_dir: Path | None = None,
+    setuid_programs: bool = False,
 ) -> tuple[Confinement, list[str]]:
     """The confinement this host allows of what was asked, and why each part asked for
     is off (blocking: it runs `unshare` once; call it in a thread). A private /tmp comes
-    with the PID namespace, unless `work_dir` is under the host's /tmp or /var/tmp."""
+    with the PID namespace, unless `work_dir` is under the host's /tmp or /var/tmp; tasks
+    that switch users gain no privileges by exec unless `setuid_programs`."""
     why: list[str] = []
     root = os.geteuid() == 0
     unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
@@ -431,7 +445,13 @@ def probe(
         )
     nsenter = shutil.which("nsenter") or "nsenter"  # (util-linux's, as unshare)
     confinement = Confinement(
-        users, pidns, pidns and not under_tmp, unshare or "unshare", setpriv or "setpriv", nsenter
+        users,
+        pidns,
+        pidns and not under_tmp,
+        unshare or "unshare",
+        setpriv or "setpriv",
+        nsenter,
+        no_new_privs=users and not setuid_programs,
     )
     return confinement, why
 

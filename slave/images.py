@@ -144,6 +144,8 @@ class ImageLaunch:
             "--env-file",
             str(self.env_file),
             *(["--user", f"{user.uid}:{user.gid}"] if user is not None else []),
+            # (as a command task: nothing in the container gains privileges by exec)
+            *(["--security-opt=no-new-privileges"] if self.run.confinement.no_new_privs else []),
             "--entrypoint",
             '["/bin/sh", "-c"]',
             "--",  # what follows is never an option (the image was checked besides)

@@ -52,9 +52,9 @@ class Tenancy:
 
 @functools.cache
 def _probed(
-    switch_user: bool, pid_namespace: bool, work_dir: Path
+    switch_user: bool, pid_namespace: bool, work_dir: Path, setuid_programs: bool
 ) -> tuple[Confinement, tuple[str, ...]]:
-    confinement, why = probe(switch_user, pid_namespace, work_dir)
+    confinement, why = probe(switch_user, pid_namespace, work_dir, setuid_programs)
     return confinement, tuple(why)  # (once a process: a fleet's slaves share the answer)
 
 
@@ -62,7 +62,11 @@ async def start_tenancy(config: Any, log: Any) -> Tenancy:
     """Decide how tasks are confined and say at the default level what is not enforced;
     close the work dir to tasks (`config`: the slave's SlaveConfig)."""
     confinement, off = await asyncio.to_thread(
-        _probed, config.switch_user, config.pid_namespace, Path(config.work_dir)
+        _probed,
+        config.switch_user,
+        config.pid_namespace,
+        Path(config.work_dir),
+        config.setuid_programs,
     )
     users = None
     if confinement.users:
