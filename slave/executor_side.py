@@ -38,7 +38,14 @@ from slave.cgroups import MB
 from slave.executor_tokens import ExecutorTokens, TokenError
 from slave.executors import REGISTRATION_TIMEOUT, ExecutorProcess
 from slave.isolator import Isolator, executor_container_name
-from slave.message_budget import BYTES_A_SECOND, MESSAGES_A_SECOND, MessageBudget
+from slave.message_budget import (
+    BYTES_A_SECOND,
+    MESSAGES_A_SECOND,
+    UPDATES_A_SECOND,
+    UPDATES_AT_ONCE,
+    MessageBudget,
+    UpdatePace,
+)
 from slave.sandbox import make_task_sandbox
 from slave.tenancy import Tenancy
 
@@ -94,6 +101,7 @@ class ExecutorSide:
         # what each principal's executors may say here (one budget for all of them, and
         # kept when they exit: more executors, or one started again, say no more)
         self._budgets: dict[str, MessageBudget] = {}
+        self._paces: dict[str, UpdatePace] = {}  # (their status updates: `_paced`)
         self._sandbox, self._env, self._checkpoint = sandbox, env, checkpoint
         self._reports = reports  # (its tasks' states, told to the master)
         self._executor_sandbox = executor_sandbox  # (apart from every task's: slave.paths)
@@ -237,6 +245,7 @@ class ExecutorSide:
             )
             self._said(executor, "answer.undelivered", executor.answer(checked))
         elif isinstance(message, StatusUpdate):
+            await self._paced(executor)
             task_id = message.status.task_id
             record = self.tasks.get((fid, task_id))
             if record is None or record.executor_key != executor.key:
@@ -268,6 +277,24 @@ class ExecutorSide:
                 "unexpected-type",
                 message.TYPE,
             )
+
+    async def _paced(self, executor: ExecutorProcess) -> None:
+        """A status update of `executor`'s waits its principal's pace here (UpdatePace):
+        nothing more is read from the executor meanwhile, the others' lines are read on."""
+        pace = self._paces.get(executor.principal)
+        if pace is None:
+            pace = self._paces[executor.principal] = UpdatePace(UPDATES_A_SECOND, UPDATES_AT_ONCE)
+        delay = pace.delay(time.monotonic())
+        if delay > 0:
+            if pace.paced == 1:  # (said once a time it is past its burst)
+                self.log.warning(
+                    "executor.updates_paced",
+                    framework_id=executor.framework_id,
+                    executor_id=executor.executor_id,
+                    rate=UPDATES_A_SECOND,
+                    burst=UPDATES_AT_ONCE,
+                )
+            await asyncio.sleep(delay)
 
     def _within_budget(self, executor: ExecutorProcess, nbytes: int) -> bool:
         """Whether an executor's message to its framework is within its principal's
