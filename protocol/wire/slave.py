@@ -234,6 +234,17 @@ class RunTask(Wire):
     proof: Proof = ""
 
 
+class GroupLaunch(Wire):
+    """A task group's executor, as the master sends the group (RunTasks.group): the slave
+    plays it (Mesos's default executor) for the group's tasks."""
+
+    executor_id: Id
+    resources: Resources = Field(default_factory=Resources)
+    # the master took the executor's resources with this group (it starts the executor);
+    # False: it joins the executor running there, and is dropped if that one has ended
+    starts: bool = True
+
+
 class RunTasks(Wire):
     """Master -> slave: the tasks one Accept launched there, in one message (not one a
     task); the slave takes each as it takes a RunTask."""
@@ -252,6 +263,8 @@ class RunTasks(Wire):
     # them (its TASK_KILLING_STATE capability): a health check's kill too
     killing: bool = False
     proofs: list[Proof] = Field(default_factory=list)  # each task's (RunTask.proof), or none
+    # a task group's (Mesos's LAUNCH_GROUP): `tasks` are its tasks, run all or none
+    group: GroupLaunch | None = None
     # each task's map as it came on the wire, once it validated as `tasks` (None: made
     # here, not read): what a slave journals for the task, which validates as it did
     # here, instead of a dump of the model made again (see `task_maps`)
@@ -290,7 +303,7 @@ class RunTasks(Wire):
         """Sent with its tasks as these maps (each validates as its task: an Accept's
         `task_maps`), if it has one for every task."""
         kept = [m for m in maps if m is not None]
-        if len(kept) == len(maps) == len(self.tasks):
+        if len(kept) == len(maps) == len(self.tasks) and self.group is None:
             self._sent_as = (self.tasks, kept)
         return self
 
