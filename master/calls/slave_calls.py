@@ -751,6 +751,7 @@ class SlaveCalls:
             return
         held = fw.executors.pop((msg.slave_id, msg.executor_id), None)
         role = fw.executor_roles.pop((msg.slave_id, msg.executor_id), None)
+        fw.group_executors.discard((msg.slave_id, msg.executor_id))
         if held is not None:  # what it held goes back to the pool
             self.allocator.recover(fw.framework_id, msg.slave_id, held, role=role)
             self.request_round()
