@@ -559,6 +559,11 @@ class Slave:
                           task_id=task.task_id, executor_id=eid)  # fmt: skip
             starts.append(self._start(run, record))
         await run_together(starts)
+        # a task that ended as its siblings were starting killed those started then: the
+        # rest are killed now they run
+        for run in runs_tasks:
+            if why := self.groups.killed(fid, run.task.task_id):
+                self._kill_sibling(fid, run.task.task_id, why)
 
     def _group_problem(self, runs: list[RunTask], executor: Resources) -> str | None:
         """Why a task group may not run here, all of it (None: it may): what it needs
@@ -770,21 +775,30 @@ class Slave:
         fid = record.framework_id
         state = record.state if record.state.terminal else None
         ended = self.groups.ended(fid, record.info.task_id, state)
-        why = f"killed: task {record.info.task_id} of its group ended {record.state.value}"
         for task_id in ended.kill:
-            sibling = self.tasks.get((fid, task_id))
-            if sibling is None or sibling.state.terminal or sibling.kill is not None:
-                continue
-            self.health.stop((fid, task_id))
-            if sibling.killing and sibling.state != TaskState.KILLING:
+            why = self.groups.killed(fid, task_id)
+            if self._kill_sibling(fid, task_id, why) and self.tasks[(fid, task_id)].killing:
+                sibling = self.tasks[(fid, task_id)]
                 await self.reports.report(fid, sibling.info, TaskState.KILLING, None, why)
-            limit = Limit(TaskState.KILLED, None, why, hard=False)
-            self.kills.start(sibling, sibling.grace(self.config), limit)
         if ended.executor is not None:
             self.log.info(
                 "executor.exited", framework_id=fid, executor_id=ended.executor.executor_id
             )
             self.custom.tell_exited(fid, ended.executor.executor_id, 0)
+
+    def _kill_sibling(self, framework_id: str, task_id: str, why: str) -> bool:
+        """Kill a task of a group whose sibling failed or was killed, with its own grace,
+        once (a task ended, in its kill already, or not started yet is left): whether a
+        kill began."""
+        sibling = self.tasks.get((framework_id, task_id))
+        if sibling is None or sibling.runner is None or sibling.kill is not None:
+            return False
+        if sibling.state.terminal:
+            return False
+        self.health.stop((framework_id, task_id))
+        limit = Limit(TaskState.KILLED, None, why, hard=False)
+        self.kills.start(sibling, sibling.grace(self.config), limit)
+        return True
 
     async def _forget_async(self, key: tuple[str, str]) -> None:
         """A task forgotten without an update of its end (its framework shut down): out

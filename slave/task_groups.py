@@ -28,7 +28,7 @@ class Group:
 
     executor: tuple[str, str]  # (framework, executor id)
     live: set[str]
-    killed: bool = False  # its tasks' kill has begun: an end in it kills nothing more
+    killed: str = ""  # why its tasks are killed, once a task's end began it (then no more)
 
 
 @dataclass
@@ -83,6 +83,11 @@ class TaskGroups:
         group = self._groups.get((framework_id, task_id))
         return group.executor[1] if group is not None else None
 
+    def killed(self, framework_id: str, task_id: str) -> str:
+        """Why the group of a task is being killed ("": it is not, or no group's)."""
+        group = self._groups.get((framework_id, task_id))
+        return group.killed if group is not None else ""
+
     def ended(self, framework_id: str, task_id: str, state: TaskState | None) -> Ended:
         """A task ended (`state`; None: forgotten, its end not told). Not one of a group:
         nothing to do."""
@@ -92,7 +97,7 @@ class TaskGroups:
         group.live.discard(task_id)
         kill: list[str] = []
         if state in KILLS_SIBLINGS and not group.killed:
-            group.killed = True
+            group.killed = f"killed: task {task_id} of its group ended {state.value}"
             kill = sorted(group.live)
         done = None
         executor = self.executors.get(group.executor)
