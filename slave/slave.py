@@ -745,6 +745,8 @@ class Slave:
                 "kill_gone": record.kill_gone,
                 "healthy": record.healthy,
                 "health": dataclasses.asdict(record.health) if record.health else None,
+                # a task group's: its executor and siblings, which a restart rejoins
+                "group": self.groups.checkpoint(record.framework_id, record.info.task_id),
             },
         )
 

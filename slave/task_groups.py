@@ -13,6 +13,7 @@ later group may run on it until then.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
@@ -27,6 +28,7 @@ class Group:
     """The tasks one LAUNCH_GROUP launched, those still live."""
 
     executor: tuple[str, str]  # (framework, executor id)
+    members: frozenset[str]  # all its tasks, as launched
     live: set[str]
     killed: str = ""  # why its tasks are killed, once a task's end began it (then no more)
 
@@ -74,7 +76,7 @@ class TaskGroups:
         if executor is None:
             executor = self.executors[key] = GroupExecutor(framework_id, executor_id, resources)
         executor.tasks.update(task_ids)
-        group = Group(key, set(task_ids))
+        group = Group(key, frozenset(task_ids), set(task_ids))
         for task_id in task_ids:
             self._groups[(framework_id, task_id)] = group
 
@@ -82,6 +84,44 @@ class TaskGroups:
         """The id of the executor a group's task runs under (None: not a group's)."""
         group = self._groups.get((framework_id, task_id))
         return group.executor[1] if group is not None else None
+
+    def checkpoint(self, framework_id: str, task_id: str) -> dict[str, Any] | None:
+        """What a restart needs of a task's group (None: not a group's), kept with the
+        task: its executor (id and resources) and its group's tasks."""
+        group = self._groups.get((framework_id, task_id))
+        if group is None:
+            return None
+        executor = self.executors[group.executor]
+        return {
+            "executor_id": executor.executor_id,
+            "resources": dict(executor.resources.millis),
+            "tasks": sorted(group.members),
+        }
+
+    def rejoin(self, framework_id: str, task_id: str, kept: Any) -> str:
+        """A task a restarted slave recovers, back in its group and under its executor
+        as `checkpoint` kept them: its executor's id. (Each task of a group rejoins the
+        group its siblings rejoined; those that ended before are not live in it.)"""
+        executor_id, members = str(kept["executor_id"]), frozenset(kept["tasks"])
+        key = (framework_id, executor_id)
+        executor = self.executors.get(key)
+        if executor is None:
+            resources = Resources.from_millis(kept["resources"])
+            executor = self.executors[key] = GroupExecutor(framework_id, executor_id, resources)
+        executor.tasks.add(task_id)
+        group = next(
+            (
+                g
+                for m in members
+                if (g := self._groups.get((framework_id, m))) is not None and g.members == members
+            ),
+            None,
+        )
+        if group is None:
+            group = Group(key, members, set())
+        group.live.add(task_id)
+        self._groups[(framework_id, task_id)] = group
+        return executor_id
 
     def killed(self, framework_id: str, task_id: str) -> str:
         """Why the group of a task is being killed ("": it is not, or no group's)."""
