@@ -64,12 +64,16 @@ async def test_a_group_is_kept_across_a_slave_restart_and_still_goes_down_togeth
             filters=Filters(refuse_seconds=3600),
         )
         await fw.bus.publish(fw.to_master, accept)
-        for task_id in ("web", "job"):
-            await fw.inbox.wait_for(
-                Update,
-                lambda u, t=task_id: (u.status.task_id, u.status.state) == (t, TaskState.RUNNING),
-                timeout=60,
+
+        def heard(task_id: str, state: TaskState) -> bool:
+            return any(
+                (u.status.task_id, u.status.state) == (task_id, state) for u in fw.inbox.of(Update)
             )
+
+        await fw.inbox.wait_until(
+            lambda: heard("web", TaskState.RUNNING) and heard("job", TaskState.RUNNING),
+            timeout=60,
+        )
         master = slave.rig.master
         booked = master.books.frameworks[fw.framework_id]
         assert booked.executors == {(sid, "pod"): EXECUTOR}
@@ -88,13 +92,7 @@ async def test_a_group_is_kept_across_a_slave_restart_and_still_goes_down_togeth
                 if (u.status.task_id, u.status.state) == (task_id, state)
             )
 
-        await fw.inbox.wait_until(
-            lambda: any(
-                (u.status.task_id, u.status.state) == ("web", TaskState.KILLED)
-                for u in fw.inbox.of(Update)
-            ),
-            timeout=60,
-        )
+        await fw.inbox.wait_until(lambda: heard("web", TaskState.KILLED), timeout=60)
         assert ended("job", TaskState.FAILED).status.executor_id == "pod"
         killed = ended("web", TaskState.KILLED).status
         assert killed.message == "killed: task job of its group ended TASK_FAILED"
