@@ -149,6 +149,15 @@ async def test_a_finishing_task_leaves_its_siblings_and_a_later_group_joins_its_
         await rec.update("solo", TaskState.RUNNING)
         assert fw.executors == {(sid, "pod"): EXECUTOR}
         assert held(cluster, fid, sid) == TASK + TASK + EXECUTOR
+        # a task of its own naming the group's executor is refused: it runs groups only
+        driver.revive_offers()
+        third = await rec.offer_on(driver, sid)
+        custom = ExecutorInfo(executor_id="pod", command=CommandInfo(value="true"))
+        odd = build_task(third, "odd", TASK, executor=custom, task_id="odd")
+        await driver.launch_tasks([third.offer_id], [odd], KEEP_OUT)
+        refused = await rec.update("odd", TaskState.ERROR)
+        assert "executor pod runs task groups" in refused.message
+        assert held(cluster, fid, sid) == TASK + TASK + EXECUTOR
 
         # a task killed kills the rest of its own group, not another group's
         driver.kill_task("stay")
