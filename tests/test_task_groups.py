@@ -116,6 +116,27 @@ async def test_a_failing_task_kills_its_siblings_and_its_executor_ends_with_them
         books_balance(cluster.master)
 
 
+async def test_a_task_its_framework_kills_takes_its_group_down(cluster: InProcess) -> None:
+    """As Mesos's default executor: a task KILLED, whoever killed it, kills its siblings."""
+    rec = Recorder()
+    async with framework(cluster, rec, "pods") as driver:
+        offer = await rec.offer_on(driver)
+        tasks = [
+            build_task(offer, "main", TASK, command="sleep 300", task_id="main"),
+            build_task(offer, "side", TASK, command="sleep 300", task_id="side"),
+        ]
+        await driver.launch_group([offer.offer_id], "pod", tasks, EXECUTOR, KEEP_OUT)
+        await rec.update("side", TaskState.RUNNING)
+        await rec.update("main", TaskState.RUNNING)
+        driver.kill_task("main")
+        await rec.update("main", TaskState.KILLED)
+        side = await rec.update("side", TaskState.KILLED)
+        assert side.message == "killed: task main of its group ended TASK_KILLED"
+        fw = cluster.master.books.frameworks[driver.framework_id or ""]
+        await eventually(lambda: not fw.executors)
+        books_balance(cluster.master)
+
+
 async def test_a_finishing_task_leaves_its_siblings_and_a_later_group_joins_its_executor(
     cluster: InProcess,
 ) -> None:
