@@ -240,6 +240,33 @@ async def test_one_invalid_task_keeps_its_whole_group_from_running(
         books_balance(cluster.master)
 
 
+async def test_a_group_its_slave_cannot_run_runs_none_of_its_tasks(cluster: InProcess) -> None:
+    """The slave checks the group whole too: one task it cannot run (an image task whose
+    environment podman could not be given) and none runs; the executor it would have
+    started gives its resources back."""
+    rec = Recorder()
+    async with framework(cluster, rec, "pods") as driver:
+        offer = await rec.offer_on(driver)
+        sid, fid = offer.slave_id, driver.framework_id or ""
+        image = build_task(offer, "img", TASK, command="true", image="localhost/none:1")
+        bad = CommandInfo(value="true", environment={"BAD": "two\nlines"})
+        tasks = [
+            build_task(offer, "fine", TASK, command="sleep 300", task_id="fine"),
+            image.model_copy(update={"task_id": "img", "command": bad}),
+        ]
+        await driver.launch_group([offer.offer_id], "pod", tasks, EXECUTOR, KEEP_OUT)
+        for task_id in ("fine", "img"):
+            refused = await rec.update(task_id, TaskState.ERROR)
+            assert refused.reason == Reason.TASK_GROUP_INVALID
+            assert "environment may not hold a newline" in refused.message
+        assert rec.states("fine") == [TaskState.ERROR]
+        assert (fid, "fine") not in slave_of(cluster, sid).tasks
+        fw = cluster.master.books.frameworks[fid]
+        await eventually(lambda: not fw.executors)
+        await eventually(lambda: held(cluster, fid, sid) == Resources())
+        books_balance(cluster.master)
+
+
 async def test_a_hostile_tenant_reaches_neither_another_framework_nor_its_offers_nor_its_executor(
     cluster: InProcess,
 ) -> None:
