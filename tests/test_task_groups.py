@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from frameworks import (
     CommandInfo,
@@ -85,6 +86,16 @@ def held(c: InProcess, framework_id: str, slave_id: str) -> Resources:
 
 def slave_of(c: InProcess, slave_id: str) -> Slave:
     return next(s for s in c.slaves if s.slave_id == slave_id)
+
+
+def test_an_accepts_groups_count_in_its_task_bound_before_any_task_is_read() -> None:
+    """1,000 tasks in all, grouped or not, as an Accept's own; the 1,001st is refused
+    before any is validated (here: none of them is a valid task)."""
+    unread = {"not": "a task"}
+    groups = [{"executor_id": "e", "tasks": [unread] * 500} for _ in range(2)]
+    body = {"framework_id": "f", "offer_ids": ["o"], "tasks": [unread], "groups": groups}
+    with pytest.raises(ValidationError, match="at most 1000 tasks, grouped or not, in one"):
+        Accept.model_validate(body)
 
 
 async def test_a_failing_task_kills_its_siblings_and_its_executor_ends_with_them(
