@@ -30,6 +30,7 @@ from frameworks import (
     TaskState,
     build_task,
 )
+from master.intake.costs import call_cost
 from master.master import MasterConfig
 from protocol.wire.messages import Accept, Error, TaskGroup
 from slave.slave import Slave
@@ -96,6 +97,15 @@ def test_an_accepts_groups_count_in_its_task_bound_before_any_task_is_read() -> 
     body = {"framework_id": "f", "offer_ids": ["o"], "tasks": [unread], "groups": groups}
     with pytest.raises(ValidationError, match="at most 1000 tasks, grouped or not, in one"):
         Accept.model_validate(body)
+
+
+def test_an_accepts_groups_cost_their_tasks_against_its_rate_limit() -> None:
+    """Launching in groups costs what launching the same tasks alone does: not free."""
+    task = {"task_id": "t", "slave_id": "s", "resources": {"cpus": 1}, "command": {"value": "x"}}
+    alone = Accept.model_validate({"framework_id": "f", "offer_ids": ["o"], "tasks": [task] * 300})
+    groups = [{"executor_id": "e", "tasks": [task] * 100} for _ in range(3)]
+    grouped = Accept.model_validate({"framework_id": "f", "offer_ids": ["o"], "groups": groups})
+    assert call_cost(grouped) == call_cost(alone) is not None
 
 
 async def test_a_failing_task_kills_its_siblings_and_its_executor_ends_with_them(
