@@ -229,7 +229,7 @@ class Removals:
         for executor in self.books.orphans.executors_of(framework_id):
             self.books.orphans.remove_executor(executor)
             idle[executor.slave_id] = idle.get(executor.slave_id, Resources()) + (
-                executor.executor.resources
+                executor.resources
             )
             by_slave.setdefault(executor.slave_id, [])
         for slave_id, theirs in by_slave.items():

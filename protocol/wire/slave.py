@@ -73,6 +73,16 @@ class RunningExecutor(Wire):
     executor: ExecutorInfo
 
 
+class RunningGroupExecutor(Wire):
+    """A task group's executor the slave plays (Mesos's default executor, which an agent
+    re-registers with in `executor_infos` as any other): its own resources are used
+    until its last task ends (ExecutorExited), though none of its tasks names it."""
+
+    framework_id: Id
+    executor_id: Id
+    resources: Resources = Field(default_factory=Resources)
+
+
 def counted(resources: Resources, discrete: Discrete) -> Resources:
     """A slave's resources with its ranges and sets counted by size (as the allocator
     counts them): a count that disagrees with its values is refused."""
@@ -131,6 +141,7 @@ class Reregister(Wire):
     tasks: list[RunningTask] = Field(default_factory=list)
     ending: list[EndingTask] = Field(default_factory=list)
     executors: list[RunningExecutor] = Field(default_factory=list)  # (idle ones too)
+    group_executors: list[RunningGroupExecutor] = Field(default_factory=list)
     # each framework's principal, as the master named it in the launch (checkpointed with
     # its tasks): a master that did not know the framework (restarted without its registry)
     # lets only that principal claim its id and its orphaned tasks, as Mesos learns an
