@@ -50,6 +50,7 @@ from protocol.wire.messages import (
     Registered,
     Reregister,
     RunningExecutor,
+    RunningGroupExecutor,
     RunningTask,
     RunTask,
     RunTasks,
@@ -366,19 +367,29 @@ class Slave:
             RunningExecutor(framework_id=e.framework_id, executor=e.info)
             for e in self.executors.values()
         ]
+        # and the task groups' executors it plays: their tasks name none, so a new leader
+        # learns their room from here alone
+        group_executors = [
+            RunningGroupExecutor(
+                framework_id=g.framework_id, executor_id=g.executor_id, resources=g.resources
+            )
+            for g in self.groups.executors.values()
+        ]
         message = (
             Reregister(
                 **common,
                 tasks=running,
                 ending=ending,
                 executors=executors,
+                group_executors=group_executors,
                 owners=self.owners.report(
                     [t.framework_id for t in running]
                     + [t.framework_id for t in ending]
                     + [e.framework_id for e in self.executors.values()]
+                    + [g.framework_id for g in group_executors]
                 ),
             )
-            if running or ending or executors
+            if running or ending or executors or group_executors
             else Register(**common)
         )
         self.bus.post(self.to_master, message)
