@@ -36,6 +36,7 @@ from protocol.wire.messages import (
 )
 from slave.command_tasks import CommandTasks
 from slave.config import KillBegun, SlaveConfig, TaskRecord, journal_executor_id
+from slave.executor_side import ExecutorSide
 from slave.images import command_runner
 from slave.isolator import Isolator, legacy_container_name
 from slave.kills import Kills
@@ -60,6 +61,7 @@ class Slave(Protocol):
     podman: str | None
     shut_down_frameworks: dict[str, None]
     groups: TaskGroups  # (a recovered group's task rejoins its group and executor)
+    custom: ExecutorSide  # (which tells the master a group's executor ended)
     commands: CommandTasks  # (a recovered task's health check starts again there)
     kills: Kills  # (and a kill in its grace goes on there)
 
@@ -200,9 +202,18 @@ async def lost_at_recovery(slave: Slave, key: str, raw: Any, error: Exception) -
             source=Source.SLAVE,
             message=f"the slave could not restore it after a restart: {error!r}",
             uuid=new_id(),
-            executor_id=journal_executor_id(task),
+            executor_id=journal_executor_id(task)
+            or slave.groups.executor_of(framework_id, task_id),  # (a group's, rejoined)
         )
         await slave.updates.send(
             StatusUpdate(framework_id=framework_id, slave_id=slave.slave_id, status=status)
         )
     await slave.task_journal.drop(key)
+    # a group's task (rejoined before): out of its group, and its executor ended with it
+    # if it was the last (else the executor's resources were held, and re-registered
+    # with, for ever)
+    ended = slave.groups.ended(framework_id, task_id, TaskState.LOST)
+    if ended.executor is not None:
+        slave.log.info("executor.exited", framework_id=framework_id,
+                       executor_id=ended.executor.executor_id)  # fmt: skip
+        slave.custom.tell_exited(framework_id, ended.executor.executor_id, 0)
