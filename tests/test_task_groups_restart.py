@@ -10,23 +10,31 @@ slave plays that executor, so it keeps what it needs of each group with the task
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
+from master.master import Master, MasterConfig
+from protocol.journal import Journal
 from protocol.tooling.brokers import MosquittoBroker
+from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import (
     Accept,
     CommandInfo,
     Failure,
     Filters,
+    Offers,
     TaskGroup,
     TaskInfo,
     TaskState,
     Update,
 )
 from protocol.wire.resources import Resources
+from protocol.wire.topics import Topics
 from slave.paths import task_sandbox
+from slave.slave import Slave, SlaveConfig
 
-from harness.helpers import eventually
+from harness.fakes import FakeFramework
+from harness.helpers import eventually, open_transport
 from harness.slave import restartable_slave
 
 EXECUTOR = Resources(cpus=0.1, mem=32)
@@ -101,3 +109,56 @@ async def test_a_group_is_kept_across_a_slave_restart_and_still_goes_down_togeth
         failure = await fw.inbox.wait_for(Failure, timeout=60)
         assert (failure.executor_id, failure.slave_id) == ("pod", sid)
         assert booked.executors == {}
+
+
+async def test_a_group_none_of_whose_tasks_a_restarted_slave_restores_ends_its_executor(
+    tmp_path: Path,
+) -> None:
+    """Each task's journal record no longer makes a task (a damaged one): each is LOST,
+    and with the last of them the executor ends. Before,
+    the executor rejoined from the records stayed with no task: its resources held on
+    the slave, and named to every master it re-registered with, for ever.
+
+    In process: a master, the slave (simulated tasks) on a work dir whose journal holds
+    the group, and a bare framework for the master's offers of the slave."""
+    work = tmp_path / "s1"
+    work.mkdir()
+    journal = Journal(work / "tasks.journal")
+    kept = {"executor_id": "pod", "resources": dict(EXECUTOR.millis), "tasks": ["a", "b"]}
+    for task_id in ("a", "b"):
+        broken = {"task_id": task_id}  # (no slave, no resources, no command)
+        record = {"framework_id": "fw-away", "task": broken, "state": "TASK_RUNNING"}
+        await journal.put(f"fw-away/{task_id}", {**record, "group": kept})
+    await journal.close()
+    topics = Topics("grouprecovery")
+    whole = Resources(cpus=2, mem=512)
+    connect = MemoryBroker().connector(None)
+    async with contextlib.AsyncExitStack() as stack:
+        master_bus = await open_transport(stack, connect, "master")
+        master = Master(master_bus, topics, MasterConfig(allocation_interval=0.05))
+        await master.start()
+        stack.push_async_callback(master.stop)
+        bus = await open_transport(stack, connect, "s1", inbox=topics.slave("slave", "s1"))
+        config = SlaveConfig(
+            slave_id="s1",
+            hostname="s1.local",
+            resources=whole,
+            work_dir=work,
+            cluster=topics.cluster,
+            simulated_tasks=True,
+        )
+        slave = Slave(bus, topics, config)
+        await slave.start()
+        stack.push_async_callback(slave.stop)
+        await slave.registered.wait()
+        assert slave.groups.executors == {}
+        assert slave.free() == whole
+
+        fw_inbox = topics.framework("framework", "fw")
+        fw_bus = await open_transport(stack, connect, "fw", inbox=fw_inbox)
+        fw = FakeFramework(fw_bus, topics, "fw")
+        await fw_bus.subscribe(fw_inbox, fw.inbox)
+        await fw.subscribe("fw")
+        offer = (await fw.inbox.wait_for(Offers, lambda o: bool(o.offers), 20)).offers[0]
+        assert offer.resources == whole
+        assert not master.books.orphans
