@@ -1,7 +1,9 @@
 """A task group outlives its slave's restart: the slave (a real process, SIGKILLed and
 started again on its work dir) brings its group's tasks back in their group and under
 their executor, so that a task failing after the restart still has its siblings killed,
-and the executor still ends, its resources given back, with its last task.
+and the executor still ends, its resources given back, with its last task. And its
+master's restart: the slave re-registers with the group's executor, whose resources the
+new master does not offer while the group runs.
 
 Mesos: the default executor is a process of its own that an agent restart does not
 touch; it goes on killing a failed task's group and ends with its last task. drfmesos's
@@ -11,6 +13,7 @@ slave plays that executor, so it keeps what it needs of each group with the task
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 from master.master import Master, MasterConfig
@@ -20,8 +23,11 @@ from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import (
     Accept,
     CommandInfo,
+    Decline,
     Failure,
     Filters,
+    Kill,
+    Offer,
     Offers,
     TaskGroup,
     TaskInfo,
@@ -162,3 +168,81 @@ async def test_a_group_none_of_whose_tasks_a_restarted_slave_restores_ends_its_e
         offer = (await fw.inbox.wait_for(Offers, lambda o: bool(o.offers), 20)).offers[0]
         assert offer.resources == whole
         assert not master.books.orphans
+
+
+async def test_a_restarted_master_learns_a_running_groups_executor_from_its_slave_process(
+    mosquitto: MosquittoBroker, tmp_path: Path
+) -> None:
+    """A master restarted without its registry (the rig's keeps none) while a group
+    runs on a slave process: the slave re-registers with the group's executor, so the
+    new master's offers of it leave out the executor's resources until the group's last
+    task ends, then hold them again."""
+    async with restartable_slave(mosquitto, tmp_path) as slave:
+        fw = await slave.rig.framework()
+        await slave.start()
+        offer = await fw.next_offer(timeout=60)
+        sid = offer.slave_id
+
+        def task(task_id: str) -> TaskInfo:
+            command = CommandInfo(value="sleep 300")
+            return TaskInfo(task_id=task_id, slave_id=sid, resources=TASK, command=command)
+
+        group = TaskGroup(
+            executor_id="pod", executor_resources=EXECUTOR, tasks=[task("web"), task("db")]
+        )
+        accept = Accept(
+            framework_id=fw.framework_id,
+            offer_ids=[offer.offer_id],
+            groups=[group],
+            filters=Filters(refuse_seconds=3600),
+        )
+        await fw.bus.publish(fw.to_master, accept)
+
+        def heard(task_id: str, state: TaskState) -> bool:
+            return any(
+                (u.status.task_id, u.status.state) == (task_id, state) for u in fw.inbox.of(Update)
+            )
+
+        await fw.inbox.wait_until(
+            lambda: heard("web", TaskState.RUNNING) and heard("db", TaskState.RUNNING),
+            timeout=60,
+        )
+        old = slave.rig.master
+        await old.stop()
+        await old.bus.close()
+        master = await slave.rig.start_master()
+        await eventually(lambda: sid in master.books.slaves, timeout=60)
+        total = master.books.slaves[sid].total
+        seen = len(fw.inbox.of(Offers))
+        await fw.subscribe("fw", framework_id=fw.framework_id, failover_timeout=60)
+
+        def offered(where: Callable[[Offer], bool]) -> Offer | None:
+            outstanding = master.books.offers
+            return next(
+                (
+                    o
+                    for batch in fw.inbox.of(Offers)[seen:]
+                    for o in batch.offers
+                    if o.offer_id in outstanding and where(o)
+                ),
+                None,
+            )
+
+        await fw.inbox.wait_until(lambda: offered(lambda o: True) is not None, timeout=60)
+        first = offered(lambda o: True)
+        assert first is not None
+        assert first.resources == total - TASK - TASK - EXECUTOR
+        assert master.books.frameworks[fw.framework_id].executors == {(sid, "pod"): EXECUTOR}
+
+        await fw.decline(first, refuse=0)
+        await fw.bus.publish(fw.to_master, Kill(framework_id=fw.framework_id, task_id="web"))
+        failure = await fw.inbox.wait_for(Failure, lambda m: m.executor_id == "pod", timeout=60)
+        assert failure.slave_id == sid
+        await eventually(lambda: not master.books.frameworks[fw.framework_id].executors)
+        fid = fw.framework_id  # (what it holds out: back, for the whole slave's offer)
+        held = [i for i, r in master.books.offers.items() if r.framework_id == fid]
+        back = Decline(framework_id=fid, offer_ids=held, filters=Filters(refuse_seconds=0))
+        await fw.bus.publish(fw.to_master, back)
+        await fw.inbox.wait_until(
+            lambda: offered(lambda o: o.resources == total) is not None, timeout=60
+        )
