@@ -239,10 +239,18 @@ async def test_a_restarted_master_learns_a_running_groups_executor_from_its_slav
         failure = await fw.inbox.wait_for(Failure, lambda m: m.executor_id == "pod", timeout=60)
         assert failure.slave_id == sid
         await eventually(lambda: not master.books.frameworks[fw.framework_id].executors)
-        fid = fw.framework_id  # (what it holds out: back, for the whole slave's offer)
-        held = [i for i, r in master.books.offers.items() if r.framework_id == fid]
-        back = Decline(framework_id=fid, offer_ids=held, filters=Filters(refuse_seconds=0))
-        await fw.bus.publish(fw.to_master, back)
-        await fw.inbox.wait_until(
-            lambda: offered(lambda o: o.resources == total) is not None, timeout=60
-        )
+        # the whole slave offered again: what it holds out declined (once more as more
+        # comes, an offer of the freed part, say) until an offer is of all of it
+        fid = fw.framework_id
+        while offered(lambda o: o.resources == total) is None:
+            held = [i for i, r in master.books.offers.items() if r.framework_id == fid]
+            count = len(fw.inbox.of(Offers))
+            if held:
+                back = Decline(framework_id=fid, offer_ids=held, filters=Filters(refuse_seconds=0))
+                await fw.bus.publish(fw.to_master, back)
+            await more_offers(fw, count)
+
+
+async def more_offers(fw: FakeFramework, count: int) -> None:
+    """Wait for an offer past the first `count` offers messages received."""
+    await fw.inbox.wait_until(lambda: len(fw.inbox.of(Offers)) > count, timeout=60)
