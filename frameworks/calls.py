@@ -23,6 +23,7 @@ from protocol.wire.messages import (
     OfferOperation,
     Reconcile,
     ReconcileTask,
+    TaskGroup,
     TaskInfo,
     TaskStatus,
 )
@@ -50,11 +51,13 @@ def launch_checked(
     offer_ids: Iterable[str],
     tasks: list[TaskInfo],
     operations: Iterable[OfferOperation] = (),
+    groups: Iterable[TaskGroup] = (),
 ) -> list[str]:
     """The offers a launch uses, once it is sure they can hold its tasks: each offer still
     outstanding, all on one slave, holding what the tasks need as the master counts it (a
     new custom executor's resources too: `protocol.wire.launches`) after `operations` (a
-    RESERVE or CREATE) made of them, the tasks on that slave. Else `DriverError`, and
+    RESERVE or CREATE) made of them, the tasks on that slave, then each task group's
+    (its new executor's resources and its tasks', all of it). Else `DriverError`, and
     nothing is sent (a silent drop would leave a framework waiting for tasks the master
     refused)."""
     ids = list(dict.fromkeys(offer_ids))
@@ -86,6 +89,13 @@ def launch_checked(
         if problem is not None:
             raise DriverError(problem)
         room.take(task)
+    for group in groups:
+        problem = room.group_problem(group)
+        if problem is not None:
+            raise DriverError(f"task group of executor {group.executor_id}: {problem}")
+        room.take_executor(group.executor_id, group.executor_resources)
+        for task in group.tasks:
+            room.take(task)
     return ids
 
 

@@ -66,6 +66,7 @@ from protocol.wire.messages import (
     Subscribed,
     Suppress,
     TaskFileData,
+    TaskGroup,
     TaskInfo,
     TaskRequest,
     TaskStatus,
@@ -396,21 +397,48 @@ class SchedulerDriver:
         self.accept_offers(offer_ids, tasks, filters)
 
     @made_at_once
+    def launch_group(
+        self,
+        offer_ids: Iterable[str],
+        executor_id: str,
+        tasks: list[TaskInfo],
+        executor_resources: Resources | None = None,
+        filters: Filters | None = None,
+    ) -> None:
+        """Launch `tasks` as one task group (Mesos's LAUNCH_GROUP with the default
+        executor): all of them or none, on the offers' slave, under the executor
+        `executor_id`, which the slave runs for them, holding `executor_resources` (taken
+        from the offers too, unless that executor runs there already) until its last task
+        ends. Each task is a command task (`build_task(..., command=...)`) and reports its
+        own updates. One that fails or is killed has the others of its group killed
+        (TASK_KILLED); one that finishes does not. An invalid group (one task too big, an
+        id in use, ...) has every task of it end TASK_ERROR, REASON_TASK_GROUP_INVALID,
+        and none runs."""
+        group = TaskGroup(
+            executor_id=executor_id,
+            executor_resources=executor_resources or Resources(),
+            tasks=tasks,
+        )
+        self.accept_offers(offer_ids, [], filters, groups=[group])
+
+    @made_at_once
     def accept_offers(
         self,
         offer_ids: Iterable[str],
         tasks: list[TaskInfo],
         filters: Filters | None = None,
         operations: list[OfferOperation] | None = None,
+        groups: list[TaskGroup] | None = None,
     ) -> None:
         """`launch_tasks` by Mesos's newer name (see `calls.launch_checked`); with
         `operations` (RESERVE, UNRESERVE, CREATE, DESTROY, GROW_VOLUME, SHRINK_VOLUME:
         docs, reservations) applied to the offers first, in order, so the tasks may use
-        what they make (not a resized volume: it comes in a later offer)."""
+        what they make (not a resized volume: it comes in a later offer); and `groups`,
+        task groups each launched all or none after the tasks (see `launch_group`)."""
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call_bus()  # (subscribed, or DriverError)
-        ids = launch_checked(self.offers, offer_ids, tasks, operations or ())
+        ids = launch_checked(self.offers, offer_ids, tasks, operations or (), groups or ())
         for o in ids:
             del self.offers[o]
         self._call(
@@ -420,6 +448,7 @@ class SchedulerDriver:
                 tasks=tasks,
                 filters=filters or Filters(),
                 operations=operations or [],
+                groups=groups or [],
             ),
         )
 

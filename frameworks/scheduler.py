@@ -41,6 +41,7 @@ from protocol.wire.messages import (
     OfferOperation,
     Preempting,
     TaskFileData,
+    TaskGroup,
     TaskInfo,
     TaskRequest,
     TaskStatus,
@@ -67,12 +68,21 @@ class Driver(Protocol):
     def launch_tasks(
         self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
     ) -> Made: ...
+    def launch_group(
+        self,
+        offer_ids: Iterable[str],
+        executor_id: str,
+        tasks: list[TaskInfo],
+        executor_resources: Resources | None = None,
+        filters: Filters | None = None,
+    ) -> Made: ...
     def accept_offers(
         self,
         offer_ids: Iterable[str],
         tasks: list[TaskInfo],
         filters: Filters | None = None,
         operations: list[OfferOperation] | None = None,
+        groups: list[TaskGroup] | None = None,
     ) -> Made: ...
     def decline_offer(self, offer_id: str, filters: Filters | None = None) -> Made: ...
     def decline_offers(self, offer_ids: Iterable[str], filters: Filters | None = None) -> Made: ...

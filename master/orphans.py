@@ -1,6 +1,7 @@
 """Orphans: tasks a re-registering slave runs for a framework the master does not have
 (yet), or for one the slave says is another principal's than the books do; and idle
-executors (their tasks all ended, the executor running on) it names for such a framework.
+executors (their tasks all ended, the executor running on) and task groups' executors it
+names for such a framework.
 
 What they use is held by nobody (`Allocator.hold_unowned`) until their framework's
 principal subscribes and takes them (`Subscriptions._adopt_orphans`), an operator tears
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from protocol.wire.messages import ExecutorInfo, TaskInfo, TaskState
+from protocol.wire.messages import TaskInfo, TaskState
 from protocol.wire.resources import Resources
 
 # an orphan's principal when its slave could not prove the task was launched there: held,
@@ -46,18 +47,21 @@ class Orphan:
 
 @dataclass(frozen=True, slots=True)
 class OrphanExecutor:
-    """An executor a slave runs with no task, for a framework the master does not have:
-    its resources held by nobody until the framework takes it, or it exits."""
+    """An executor a slave runs that no task shows (with no task, or a task group's), for
+    a framework the master does not have: its resources held by nobody until the
+    framework takes it, or it exits."""
 
     framework_id: str
     slave_id: str
-    executor: ExecutorInfo
+    executor_id: str
+    resources: Resources
     principal: str | None = None  # its framework's, as its slave reports it
+    group: bool = False  # a task group's executor (the slave plays it)
 
     @property
     def key(self) -> tuple[str, str]:
         """(slave id, executor id), as a framework's `executors` are keyed."""
-        return (self.slave_id, self.executor.executor_id)
+        return (self.slave_id, self.executor_id)
 
 
 class Orphans:

@@ -229,7 +229,7 @@ class Removals:
         for executor in self.books.orphans.executors_of(framework_id):
             self.books.orphans.remove_executor(executor)
             idle[executor.slave_id] = idle.get(executor.slave_id, Resources()) + (
-                executor.executor.resources
+                executor.resources
             )
             by_slave.setdefault(executor.slave_id, [])
         for slave_id, theirs in by_slave.items():
@@ -319,6 +319,7 @@ class Removals:
         for fw in self.books.frameworks.values():  # its executors went with it
             for key in [k for k in fw.executors if k[0] == slave.slave_id]:
                 del fw.executors[key]
+                fw.group_executors.discard(key)
         del self.books.slaves[slave.slave_id]
         cause = "operator" if gone else "unreachable"
         self.slave_removed(

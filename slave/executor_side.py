@@ -206,9 +206,9 @@ class ExecutorSide:
         executor never ran, so say it ended, and the master gives them back."""
         info = msg.task.executor
         if info is not None and (msg.framework_id, info.executor_id) not in self.executors:
-            self._tell_exited(msg.framework_id, info.executor_id, -1)
+            self.tell_exited(msg.framework_id, info.executor_id, -1)
 
-    def _tell_exited(self, framework_id: str, executor_id: str, status: int) -> None:
+    def tell_exited(self, framework_id: str, executor_id: str, status: int) -> None:
         """The master hears an executor is gone (unless its framework is being shut down)."""
         if framework_id not in self.shut_down_frameworks:
             self.bus.post(
@@ -475,4 +475,4 @@ class ExecutorSide:
                     + (f" (stopped: {executor.broken})" if executor.broken else ""),
                     Source.SLAVE,
                 )
-        self._tell_exited(executor.framework_id, executor.executor_id, code)
+        self.tell_exited(executor.framework_id, executor.executor_id, code)

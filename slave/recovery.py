@@ -36,11 +36,13 @@ from protocol.wire.messages import (
 )
 from slave.command_tasks import CommandTasks
 from slave.config import KillBegun, SlaveConfig, TaskRecord, journal_executor_id
+from slave.executor_side import ExecutorSide
 from slave.images import command_runner
 from slave.isolator import Isolator, legacy_container_name
 from slave.kills import Kills
 from slave.reports import TaskReports
 from slave.runners import SANDBOX_EXIT_FILE, Limit, Run, SimulatedRunner
+from slave.task_groups import TaskGroups
 from slave.updates import OwedUpdates
 
 
@@ -58,6 +60,8 @@ class Slave(Protocol):
     isolator: Isolator
     podman: str | None
     shut_down_frameworks: dict[str, None]
+    groups: TaskGroups  # (a recovered group's task rejoins its group and executor)
+    custom: ExecutorSide  # (which tells the master a group's executor ended)
     commands: CommandTasks  # (a recovered task's health check starts again there)
     kills: Kills  # (and a kill in its grace goes on there)
 
@@ -71,9 +75,18 @@ async def recover(slave: Slave, reports: TaskReports) -> None:
     slave.updates.send_all_soon()
     recovered = 0
     containers: set[str] = set()  # the cgroups of recovered command tasks: kept, not cleaned
+    rejoined: dict[str, str] = {}  # a group's tasks, by journal key: their executor's id
+    for key, raw in slave.task_journal.items():  # (every group whole before any task ends)
+        kept = raw.get("group") if isinstance(raw, dict) else None
+        if kept:
+            try:
+                framework_id, task_id = key.partition("/")[::2]
+                rejoined[key] = slave.groups.rejoin(framework_id, task_id, kept)
+            except (KeyError, TypeError, ValueError) as e:  # (lost below, if its task is)
+                slave.log.error("slave.group_not_rejoined", key=key, error=repr(e))
     for key, raw in slave.task_journal.items():
         try:
-            await recover_task(slave, reports, raw, containers)
+            await recover_task(slave, reports, raw, containers, rejoined.get(key))
             recovered += 1
         except Exception as e:
             await lost_at_recovery(slave, key, raw, e)
@@ -82,9 +95,16 @@ async def recover(slave: Slave, reports: TaskReports) -> None:
         slave.log.info("slave.recovered", tasks=recovered, owed_updates=len(slave.updates))
 
 
-async def recover_task(slave: Slave, reports: TaskReports, raw: Any, containers: set[str]) -> None:
+async def recover_task(
+    slave: Slave,
+    reports: TaskReports,
+    raw: Any,
+    containers: set[str],
+    group_executor: str | None = None,
+) -> None:
     """Restore one task from its journal record (`containers`: the cgroups of the
-    command tasks restored, which the isolator keeps)."""
+    command tasks restored, which the isolator keeps; `group_executor`: the executor of
+    the task group it is of, if it is)."""
     info = TaskInfo.model_validate(raw["task"])
     principal = raw.get("principal") or ""
     record = TaskRecord(raw["framework_id"], info, TaskState(raw["state"]), principal=principal)
@@ -97,6 +117,8 @@ async def recover_task(slave: Slave, reports: TaskReports, raw: Any, containers:
     record.kill = KillBegun.load(raw.get("kill"))
     record.kill_reason = Reason(raw["kill_reason"]) if raw.get("kill_reason") else None
     record.kill_gone = bool(raw.get("kill_gone"))
+    if group_executor is not None:  # (its statuses name its group's executor)
+        record.executor_key = (record.framework_id, group_executor)
     runner = raw.get("runner") or {}
     slave.tasks[(record.framework_id, info.task_id)] = record
     if runner.get("kind") == "simulated":
@@ -180,9 +202,18 @@ async def lost_at_recovery(slave: Slave, key: str, raw: Any, error: Exception) -
             source=Source.SLAVE,
             message=f"the slave could not restore it after a restart: {error!r}",
             uuid=new_id(),
-            executor_id=journal_executor_id(task),
+            executor_id=journal_executor_id(task)
+            or slave.groups.executor_of(framework_id, task_id),  # (a group's, rejoined)
         )
         await slave.updates.send(
             StatusUpdate(framework_id=framework_id, slave_id=slave.slave_id, status=status)
         )
     await slave.task_journal.drop(key)
+    # a group's task (rejoined before): out of its group, and its executor ended with it
+    # if it was the last (else the executor's resources were held, and re-registered
+    # with, for ever)
+    ended = slave.groups.ended(framework_id, task_id, TaskState.LOST)
+    if ended.executor is not None:
+        slave.log.info("executor.exited", framework_id=framework_id,
+                       executor_id=ended.executor.executor_id)  # fmt: skip
+        slave.custom.tell_exited(framework_id, ended.executor.executor_id, 0)

@@ -116,7 +116,11 @@ class TaskReports:
             "source": source,
             "message": message,
             "uuid": new_id(),
-            "executor_id": task.executor.executor_id if task.executor else None,
+            "executor_id": task.executor.executor_id
+            if task.executor
+            else record.executor_key[1]  # (a task group's: the executor the slave plays)
+            if record is not None and record.executor_key is not None
+            else None,
             "exit_code": exit_code,
             "healthy": record.healthy if record is not None else healthy,
             "timestamp": time.time(),  # (the update's own: what is journaled says it too)

@@ -50,6 +50,7 @@ from protocol.wire.messages import (
     Registered,
     Reregister,
     RunningExecutor,
+    RunningGroupExecutor,
     RunningTask,
     RunTask,
     RunTasks,
@@ -84,7 +85,8 @@ from slave.ports_isolator import enforce_ports
 from slave.recovery import recover
 from slave.registrations import Registrations
 from slave.reports import TaskReports
-from slave.runners import SimulatedRunner
+from slave.runners import Limit, SimulatedRunner
+from slave.task_groups import TaskGroups
 from slave.tenancy import Tenancy, start_tenancy
 from slave.updates import OwedUpdates
 from slave.usage import report_loop
@@ -175,6 +177,7 @@ class Slave:
             registration_timeout=self.config.executor_registration_timeout,
         )  # fmt: skip
         self.executors = self.custom.executors
+        self.groups = TaskGroups()  # task groups' executors, which the slave plays
         # what reached a fleet's slave before its handlers (hold_early), for them
         self._early: list[tuple[Wire, str | None]] | None = None
 
@@ -364,19 +367,29 @@ class Slave:
             RunningExecutor(framework_id=e.framework_id, executor=e.info)
             for e in self.executors.values()
         ]
+        # and the task groups' executors it plays: their tasks name none, so a new leader
+        # learns their room from here alone
+        group_executors = [
+            RunningGroupExecutor(
+                framework_id=g.framework_id, executor_id=g.executor_id, resources=g.resources
+            )
+            for g in self.groups.executors.values()
+        ]
         message = (
             Reregister(
                 **common,
                 tasks=running,
                 ending=ending,
                 executors=executors,
+                group_executors=group_executors,
                 owners=self.owners.report(
                     [t.framework_id for t in running]
                     + [t.framework_id for t in ending]
                     + [e.framework_id for e in self.executors.values()]
+                    + [g.framework_id for g in group_executors]
                 ),
             )
-            if running or ending or executors
+            if running or ending or executors or group_executors
             else Register(**common)
         )
         self.bus.post(self.to_master, message)
@@ -447,7 +460,7 @@ class Slave:
                 total = total + r.info.resources
         for executor in self.executors.values():
             total = total + executor.info.resources
-        return total
+        return total + self.groups.used()
 
     def free(self) -> Resources:
         return self._whole_shared(self.resources.total.subtract_clamped(self.used()))
@@ -490,13 +503,16 @@ class Slave:
         self.reports.answer(msg)
 
     async def _on_run_tasks(self, msg: RunTasks, reply_to: str | None) -> None:
+        if msg.launch_id and msg.launch_id in self._launches:
+            self.log.warning(
+                "run.redelivered", framework_id=msg.framework_id, launch_id=msg.launch_id
+            )
+            return  # the broker's second delivery of a launch already run
         if msg.launch_id:
-            if msg.launch_id in self._launches:
-                self.log.warning(
-                    "run.redelivered", framework_id=msg.framework_id, launch_id=msg.launch_id
-                )
-                return  # the broker's second delivery of a launch already run
             self._launches.add(msg.launch_id)
+        if msg.group is not None:
+            await self._run_group(msg, reply_to)
+            return
         # Each task is checked and booked in turn (one bad task spoils only itself), then
         # they start together: their checkpoints and updates share the journals' writes
         # (one a turn, not one a task) and their RUNNING updates leave as one list. A task
@@ -514,6 +530,83 @@ class Slave:
         # (a simulated task's start waits for nothing but its framework's owner written,
         # once: one after another, not a task each)
         await (run_in_turn if self.config.simulated_tasks else run_together)(starts)
+
+    async def _run_group(self, msg: RunTasks, reply_to: str | None) -> None:
+        """A task group (Mesos's LAUNCH_GROUP): checked whole, then all its tasks started
+        as command tasks under its executor, which the slave plays; or none of them, each
+        told why (TASK_ERROR; TASK_DROPPED if its executor ended before it came)."""
+        group = msg.group
+        assert group is not None
+        fid, eid = msg.framework_id, group.executor_id
+        runs = self.groups.runs(fid, eid)
+        runs_tasks = msg.each()
+        state, reason, problem = TaskState.ERROR, Reason.TASK_GROUP_INVALID, None
+        if not group.starts and not runs:  # (it ended as the master sent this group)
+            state, reason = TaskState.DROPPED, Reason.EXECUTOR_TERMINATED
+            problem = f"executor {eid} ended before the group came"
+        elif (fid, eid) in self.executors:
+            problem = f"executor {eid} is a custom executor here, not a task group's"
+        else:
+            problem = self._group_problem(runs_tasks, Resources() if runs else group.resources)
+        if problem is not None:
+            ids = {"framework_id": fid, "executor_id": eid}
+            self.log.warning("run.group_refused", reason=logs.clip(problem), **ids)
+            self.bus.reply_error(reply_to, problem, code="invalid-task", about="RunTasks")
+            for run in runs_tasks:
+                await self.reports.report(fid, run.task, state, reason, problem, Source.SLAVE)
+            if group.starts and not runs:  # (the master took its resources: back)
+                self.custom.tell_exited(fid, eid, -1)
+            return
+        self.shut_down_frameworks.pop(fid, None)
+        self.groups.start(fid, eid, group.resources, [r.task.task_id for r in runs_tasks])
+        starts: list[Coroutine[Any, Any, None]] = []
+        for run in runs_tasks:
+            task = run.task
+            record = TaskRecord(fid, task, TaskState.STAGING, principal=run.principal)
+            record.killing, record.proof = run.killing, run.proof
+            record.executor_key = (fid, eid)  # (its statuses name its executor)
+            self.tasks[(fid, task.task_id)] = record
+            self.log.info("run.start", resources=task.resources, framework_id=fid,
+                          task_id=task.task_id, executor_id=eid)  # fmt: skip
+            starts.append(self._start(run, record))
+        await run_together(starts)
+        # a task that ended as its siblings were starting killed those started then: the
+        # rest are killed now they run
+        for run in runs_tasks:
+            if why := self.groups.killed(fid, run.task.task_id):
+                self._kill_sibling(fid, run.task.task_id, why)
+
+    def _group_problem(self, runs: list[RunTask], executor: Resources) -> str | None:
+        """Why a task group may not run here, all of it (None: it may): what it needs
+        with its new executor's resources (`executor`) free, and each task as `_admit`
+        checks a task."""
+        need = executor
+        for run in runs:
+            need = need + run.task.resources
+        free = self.free()
+        if not free.contains(need):
+            return f"the group needs {need} but slave {self.slave_id} has only {free} free"
+        held = Discrete()
+        for run in runs:
+            task = run.task
+            if task.slave_id != self.slave_id:
+                return f"task {task.task_id} is for slave {task.slave_id}, not {self.slave_id}"
+            if (run.framework_id, task.task_id) in self.tasks:
+                return f"task {task.task_id} is already running here"
+            if task.executor is not None:
+                return f"task {task.task_id}: a group's task names no executor of its own"
+            if held.overlap(task.discrete):
+                return f"task {task.task_id}: {task.discrete} overlap another task's of the group"
+            held = Discrete.union([held, task.discrete])
+            problem = (
+                task_problem(task)
+                or self._values_problem(task)
+                or self._owner_problem(run)
+                or self.commands.image_problem(run.framework_id, task)
+            )
+            if problem is not None:
+                return problem
+        return None
 
     async def _on_run_task(self, msg: RunTask, reply_to: str | None) -> None:
         _, start = self._admit(msg, reply_to, self.free())
@@ -663,6 +756,8 @@ class Slave:
                 "kill_gone": record.kill_gone,
                 "healthy": record.healthy,
                 "health": dataclasses.asdict(record.health) if record.health else None,
+                # a task group's: its executor and siblings, which a restart rejoins
+                "group": self.groups.checkpoint(record.framework_id, record.info.task_id),
             },
         )
 
@@ -684,6 +779,39 @@ class Slave:
         self._forget(key)
         if record is not None:
             await self.custom.task_left(record.executor_key)
+            await self._group_task_ended(record)
+
+    async def _group_task_ended(self, record: TaskRecord) -> None:
+        """A task of a group ended: as Mesos's default executor, its siblings killed if it
+        failed or was killed, and its executor ended (the master told, which frees its
+        resources) if it ran no other task."""
+        fid = record.framework_id
+        state = record.state if record.state.terminal else None
+        ended = self.groups.ended(fid, record.info.task_id, state)
+        for task_id in ended.kill:
+            why = self.groups.killed(fid, task_id)
+            if self._kill_sibling(fid, task_id, why) and self.tasks[(fid, task_id)].killing:
+                sibling = self.tasks[(fid, task_id)]
+                await self.reports.report(fid, sibling.info, TaskState.KILLING, None, why)
+        if ended.executor is not None:
+            self.log.info(
+                "executor.exited", framework_id=fid, executor_id=ended.executor.executor_id
+            )
+            self.custom.tell_exited(fid, ended.executor.executor_id, 0)
+
+    def _kill_sibling(self, framework_id: str, task_id: str, why: str) -> bool:
+        """Kill a task of a group whose sibling failed or was killed, with its own grace,
+        once (a task ended, in its kill already, or not started yet is left): whether a
+        kill began."""
+        sibling = self.tasks.get((framework_id, task_id))
+        if sibling is None or sibling.runner is None or sibling.kill is not None:
+            return False
+        if sibling.state.terminal:
+            return False
+        self.health.stop((framework_id, task_id))
+        limit = Limit(TaskState.KILLED, None, why, hard=False)
+        self.kills.start(sibling, sibling.grace(self.config), limit)
+        return True
 
     async def _forget_async(self, key: tuple[str, str]) -> None:
         """A task forgotten without an update of its end (its framework shut down): out
@@ -735,6 +863,7 @@ class Slave:
         keep_newest(self.shut_down_frameworks, msg.framework_id, SHUT_DOWN_KEPT)
         self.log.info("framework.shutdown", framework_id=msg.framework_id, cap=msg.grace_cap)
         cap = msg.grace_cap
+        self.groups.forget_framework(msg.framework_id)  # (its tasks' kills are below)
         if cap is not None:  # (a drain's: those of an earlier shutdown in their grace too)
             self.kills.cut(msg.framework_id, cap)
         for key, record in list(self.tasks.items()):

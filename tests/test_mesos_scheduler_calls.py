@@ -47,6 +47,7 @@ def call(kind: str, body: dict[str, Any] | None = None, **more: Any) -> dict[str
 
 
 def test_subscribe_takes_role_or_roles_and_ignores_what_it_does_not_use() -> None:
+    info: dict[str, Any]
     for info in ({"name": "a", "role": "r"}, {"name": "a", "roles": ["r"]}):
         info = {**info, "user": "u", "hostname": "h", "webui_url": "", "checkpoint": True}
         sub = subscribe_of(parse_call({"type": "SUBSCRIBE", "subscribe": {"framework_info":
@@ -145,13 +146,69 @@ def test_accept_launches_command_and_executor_tasks() -> None:
     assert adapted.command.environment["MESOS_EXECUTOR_COMMAND"] == "./my-executor"
 
 
+def test_an_accept_with_launch_group_is_our_accept_with_a_task_group() -> None:
+    """Mesos's LAUNCH_GROUP (the default executor, its resources, the task group's tasks)
+    as ours; beside a LAUNCH, whose tasks stay the Accept's own."""
+    executor = {"type": "DEFAULT", "executor_id": {"value": "pod"},
+                "framework_id": FID, "resources": CPUS}  # fmt: skip
+    grouped = [{"name": n, "task_id": {"value": n}, "agent_id": {"value": "s1"},
+                "resources": CPUS, "command": {"value": f"./{n}"}}
+               for n in ("web", "sidecar")]  # fmt: skip
+    alone = {**grouped[0], "task_id": {"value": "alone"}}
+    body = {"offer_ids": [{"value": "o1"}], "operations": [
+        {"type": "LAUNCH", "launch": {"task_infos": [alone]}},
+        {"type": "LAUNCH_GROUP", "launch_group": {
+            "executor": executor, "task_group": {"tasks": grouped}}}]}  # fmt: skip
+    msg = message_of(parse_call(call("ACCEPT", body)))
+    assert isinstance(msg, Accept)
+    assert [t.task_id for t in msg.tasks] == ["alone"]
+    (group,) = msg.groups
+    assert (group.executor_id, group.executor_resources) == ("pod", Resources(cpus=1))
+    assert [(t.task_id, t.slave_id) for t in group.tasks] == [("web", "s1"), ("sidecar", "s1")]
+    assert [t.command.value for t in group.tasks if t.command] == ["./web", "./sidecar"]
+    assert all(t.executor is None for t in group.tasks)
+
+
+def test_an_accept_counts_its_groups_tasks_within_its_bound() -> None:
+    """1,001 tasks in all, some grouped: refused before any is read, as 1,001 LAUNCHed."""
+    task = {"task_id": {"value": "t"}, "agent_id": {"value": "s"}, "resources": CPUS,
+            "command": {"value": "true"}}  # fmt: skip
+    group = {"type": "LAUNCH_GROUP", "launch_group": {
+        "executor": {"type": "DEFAULT", "executor_id": {"value": "x"}},
+        "task_group": {"tasks": [task] * 501}}}  # fmt: skip
+    launch = {"type": "LAUNCH", "launch": {"task_infos": [task] * 500}}
+    body = {"offer_ids": [{"value": "o"}], "operations": [launch, group]}
+    with pytest.raises(SchedulerCallError, match="at most 1000 tasks are launched, not 1001"):
+        message_of(parse_call(call("ACCEPT", body)))
+
+
 @pytest.mark.parametrize(
     ("data", "says"),
     [
         (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [{"type": "RESERVE"}]}),
          "RESERVE names no resources"),
+        (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [{"type": "CREATE_DISK"}]}),
+         "operation CREATE_DISK is not served: LAUNCH, LAUNCH_GROUP"),
         (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [{"type": "LAUNCH_GROUP"}]}),
-         "LAUNCH_GROUP is not served"),
+         "launch_group: expected an object"),
+        (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [
+            {"type": "LAUNCH_GROUP", "launch_group": {
+                "executor": {"type": "CUSTOM", "executor_id": {"value": "x"},
+                             "command": {"value": "./my-executor"}},
+                "task_group": {"tasks": []}}}]}),
+         "launch_group.executor.type 'CUSTOM' is not served"),
+        (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [
+            {"type": "LAUNCH_GROUP", "launch_group": {
+                "executor": {"type": "DEFAULT", "executor_id": {"value": "x"}},
+                "task_group": {"tasks": []}}}]}),
+         "tasks: List should have at least 1 item"),
+        (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [
+            {"type": "LAUNCH_GROUP", "launch_group": {
+                "executor": {"type": "DEFAULT", "executor_id": {"value": "x"}},
+                "task_group": {"tasks": [{"task_id": {"value": "t"}, "agent_id": {"value": "s"},
+                                          "resources": CPUS, "command": {"value": "true"}}]}}},
+            {"type": "RESERVE", "reserve": {"resources": CPUS}}]}),
+         "RESERVE after LAUNCH: operations come first"),
         (call("ACCEPT", {"offer_ids": [{"value": "o"}], "operations": [
             {"type": "SHRINK_VOLUME", "shrink_volume": {"volume": VOLUME}}]}),
          "shrink_volume.subtract"),

@@ -72,7 +72,7 @@ def costly_accept(framework_id: str) -> bytes:
             "offer_ids": [{"value": "o-1"}],
             "operations": [
                 {"type": "LAUNCH", "launch": {"task_infos": tasks}},
-                {"type": "LAUNCH_GROUP"},
+                {"type": "CREATE_DISK"},  # (Mesos 1.7's: not served here)
             ],
         },
     }

@@ -26,12 +26,13 @@ from master.updates import TaskUpdates
 from protocol.transport.aio import loop_time
 from protocol.wire.discrete import Discrete
 from protocol.wire.ids import shorten, task_problem
-from protocol.wire.launches import OfferRoom, combined, uses_shared
+from protocol.wire.launches import OfferRoom, combined, group_shape_problem, uses_shared
 from protocol.wire.messages import (
     Accept,
     Acknowledge,
     Decline,
     FrameworkMessage,
+    GroupLaunch,
     Kill,
     KillTask,
     Message,
@@ -42,6 +43,7 @@ from protocol.wire.messages import (
     RunTasks,
     Source,
     Suppress,
+    TaskGroup,
     TaskInfo,
     TaskState,
     TaskStatus,
@@ -51,6 +53,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.reservations import DESTROY, NON_SPECULATIVE
 from protocol.wire.resources import Resources
+from protocol.wire.topics import check_segment
 
 # asks answered in one turn of the loop: a Reconcile's list, and the asks kept for a slave
 # that is back (each piece of those waits in its principal's queue)
@@ -159,7 +162,8 @@ class FrameworkCalls:
         now = loop_time()
         records, problems = self.offers.own(fw, msg.offer_ids)
         self.cycle.answered(fw.framework_id)
-        if not records and fw.accepted_before(msg.offer_ids, {t.task_id for t in msg.tasks}):
+        every_task = msg.all_tasks()  # (its groups' too)
+        if not records and fw.accepted_before(msg.offer_ids, {t.task_id for t in every_task}):
             # MQTT delivers at least once: an Accept carried out before arrives again (a
             # broker restart before its PUBACK), known by its offers and tasks.
             # Refused, its running tasks would be reported TASK_LOST; its first delivery
@@ -185,7 +189,7 @@ class FrameworkCalls:
             # As Mesos: the task was fine and the offer was not, so TASK_DROPPED (TASK_LOST
             # to frameworks not partition-aware): launch it again. Not an Error: in Mesos
             # that means the framework is removed.
-            for task in msg.tasks:
+            for task in every_task:
                 if fw.live(task.task_id):
                     # a live task has the id (an Accept delivered again with offers of
                     # another's too): a LOST would be a lie that invites a second launch
@@ -199,7 +203,7 @@ class FrameworkCalls:
                 "Accept",
                 tell=False,
                 framework_id=fw.framework_id,
-                tasks=len(msg.tasks),
+                tasks=len(every_task),
             )
             self.request_round()
             return
@@ -215,7 +219,7 @@ class FrameworkCalls:
             values,
             in_use(self.books, self.books.slaves[slave_id]) if values else values,
         )
-        task_ids = tuple(t.task_id for t in msg.tasks)
+        task_ids = tuple(t.task_id for t in every_task)
         for record in records:
             self.offers.drop(record)
             fw.used(record.offer_id, task_ids)
@@ -269,34 +273,48 @@ class FrameworkCalls:
             self._launch(fw, task, slave_id, now)
             launched.append(task)
             maps.append(task_map)
+        groups: list[tuple[TaskGroup, list[TaskInfo], bool]] = []  # (group, tasks, starts)
+        for group in msg.groups:  # each all or none (Mesos's LAUNCH_GROUP), on a trial room
+            tried = room.trial()
+            problem = self._group_problem(fw, group, tried, seen, role or fw.role)
+            seen.update(t.task_id for t in group.tasks)
+            if problem:  # every task of it TASK_ERROR, as Mesos's TASK_GROUP_INVALID
+                refused.append(problem)
+                for task in group.tasks:
+                    self.refuse_launch(
+                        fw, task, TaskState.ERROR, Reason.TASK_GROUP_INVALID, problem
+                    )
+                continue
+            room = tried  # (its room taken: its executor's, if new, and each task's)
+            key = (slave_id, group.executor_id)
+            starts = fw.keeps_executor(key, group.executor_resources, role)
+            fw.group_executors.add(key)
+            tasks = [
+                t.model_copy(update={"role": role}) if role is not None and t.role is None else t
+                for t in group.tasks
+            ]
+            for task in tasks:
+                self._launch(fw, task, slave_id, now)
+            groups.append((group, tasks, starts))
         if room.copies:  # tasks sharing a volume: a copy each, past the offer's
             extra = Resources.from_millis(room.copies)
             try:
                 self.allocator.add_copies(fw.framework_id, slave_id, extra, role)
             except AllocatorError as e:  # (OfferRoom counts copies whole: logged, not fatal)
                 self.log.error("accept.copies_refused", framework_id=fw.framework_id, error=str(e))
-        if launched:  # one message to the slave for all of them
+        if launched or groups:
             used = Resources()
-            for t in launched:
+            for t in [*launched, *(t for _, tasks, _ in groups for t in tasks)]:
                 used = used + t.resources
             self.cycle.launched(fw.framework_id, slave_id, used)
+        for group, tasks, starts in groups:  # one message a group: run all or none
+            runs = GroupLaunch(
+                executor_id=group.executor_id, resources=group.executor_resources, starts=starts
+            )
+            self.outbox.send_slave(slave_id, self._run_tasks(fw, slave_id, tasks, runs))
+        if launched:  # one message to the slave for all of them
             self.outbox.send_slave(
-                slave_id,
-                RunTasks(
-                    framework_id=fw.framework_id,
-                    framework_name=fw.name,
-                    tasks=launched,
-                    launch_id=new_id(),
-                    # whose tasks they are (the slave runs them as that principal's and
-                    # reports it back): nobody's is proven on an insecure cluster
-                    principal=fw.principal if self.ids.signed else "",
-                    killing=fw.task_killing,
-                    proofs=[
-                        self.ids.task_proof(fw.framework_id, t.task_id, slave_id) for t in launched
-                    ]
-                    if self.ids.signed
-                    else [],
-                ).with_wire_tasks(maps),
+                slave_id, self._run_tasks(fw, slave_id, launched).with_wire_tasks(maps)
             )
         # the event stream hears of it after the slave is told (the task waits for that)
         for record in records:
@@ -307,7 +325,7 @@ class FrameworkCalls:
                 offer_id=record.offer_id,
                 resources=record.resources,
             )
-        for task in launched:
+        for task in [*launched, *(t for _, tasks, _ in groups for t in tasks)]:
             self.outbox.emit(
                 "launch",
                 framework_id=fw.framework_id,
@@ -318,7 +336,7 @@ class FrameworkCalls:
         refuse = msg.filters.refuse_seconds  # (what it did not use: declined)
         # (nothing launched nor made of its offers: a Decline, as Mesos reads it, filtered
         # as one: else an Accept of nothing with refuse 0 gets the room straight back)
-        whole = not launched and not operated
+        whole = not launched and not groups and not operated
         left = self.cycle.decline(
             fw.framework_id, slave_id, room.left, refuse, now, role, whole=whole
         )
@@ -329,12 +347,63 @@ class FrameworkCalls:
         if refused:  # each heard TASK_ERROR already: that is the answer
             self.outbox.refuse(
                 caller,
-                f"{len(refused)} of {len(msg.tasks)} tasks refused: " + "; ".join(refused),
+                f"{len(refused)} of {len(msg.tasks)} tasks and {len(msg.groups)} groups "
+                "refused: " + "; ".join(refused),
                 "invalid-tasks",
                 "Accept",
                 tell=False,
                 framework_id=fw.framework_id,
             )
+
+    def _run_tasks(
+        self,
+        fw: Framework,
+        slave_id: str,
+        tasks: list[TaskInfo],
+        group: GroupLaunch | None = None,
+    ) -> RunTasks:
+        """What tells the slave to run `tasks` (a task group's, with `group`)."""
+        return RunTasks(
+            framework_id=fw.framework_id,
+            framework_name=fw.name,
+            tasks=tasks,
+            launch_id=new_id(),
+            # whose tasks they are (the slave runs them as that principal's and reports
+            # it back): nobody's is proven on an insecure cluster
+            principal=fw.principal if self.ids.signed else "",
+            killing=fw.task_killing,
+            proofs=[self.ids.task_proof(fw.framework_id, t.task_id, slave_id) for t in tasks]
+            if self.ids.signed
+            else [],
+            group=group,
+        )
+
+    def _group_problem(
+        self, fw: Framework, group: TaskGroup, room: OfferRoom, seen: set[str], role: str
+    ) -> str | None:
+        """Why `group` may not launch, all of it, from offers of `role` (None: it may,
+        and `room` holds it taken: a trial room, dropped if it may not)."""
+        problem = group_shape_problem(group)
+        if problem is not None:
+            return problem
+        eid = group.executor_id
+        key = (room.slave_id, eid)
+        if key in fw.executors and key not in fw.group_executors:
+            return f"executor {eid} is a custom executor: a task group runs under its own"
+        try:  # (it names a topic's handler on the slave)
+            check_segment(eid, "executor_id")
+        except ValueError as e:
+            return str(e)
+        problem = room.executor_problem(eid, group.executor_resources)
+        if problem is not None:
+            return problem
+        room.take_executor(eid, group.executor_resources)
+        for task in group.tasks:
+            problem = self._task_problem(fw, task, room, seen, role)
+            if problem is not None:
+                return problem
+            room.take(task)
+        return None
 
     async def refused_accept(self, msg: Accept, caller: Caller, why: str) -> None:
         """An Accept refused unhandled (its principal past its rate limit's capacity): as
@@ -350,7 +419,7 @@ class FrameworkCalls:
             framework_id=fw.framework_id, offer_ids=msg.offer_ids, filters=msg.filters
         )
         self._decline(fw, decline, Caller(caller.kind, caller.principal, None))
-        for task in msg.tasks:  # (a live task of the same id runs on, and is not lied of)
+        for task in msg.all_tasks():  # (a live task of the same id runs on: no lie of it)
             if not fw.live(task.task_id):
                 self.refuse_launch(fw, task, TaskState.DROPPED, Reason.RATE_LIMITED, why)
 
@@ -402,6 +471,9 @@ class FrameworkCalls:
             return f"task {tid}: the task id is already in use by a live task"
         if not fw.shared_resources and (key := uses_shared(task)) is not None:
             return f"task {tid}: {key} is a shared volume, for SHARED_RESOURCES frameworks only"
+        named = (room.slave_id, task.executor.executor_id) if task.executor else None
+        if named in fw.group_executors and named in fw.executors:
+            return f"task {tid}: executor {named[1]} runs task groups, not tasks of its own"
         return room.problem(task)
 
     def _launch(self, fw: Framework, info: TaskInfo, slave_id: str, now: float) -> None:

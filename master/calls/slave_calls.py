@@ -10,10 +10,11 @@ from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
 from master.books import Books, Framework, Slave, Task
 from master.calls.executors_shown import (
+    Unshown,
     executor_key,
     executors_of,
     holding_executor,
-    idle_executors,
+    unshown_executors,
 )
 from master.calls.partitions import Partitions
 from master.calls.status_updates import StatusUpdates
@@ -49,6 +50,7 @@ from protocol.wire.messages import (
     Registered,
     Reregister,
     RunningExecutor,
+    RunningGroupExecutor,
     RunningTask,
     ShutdownFramework,
     StatusUpdate,
@@ -149,6 +151,7 @@ class SlaveCalls:
             warning=msg.isolation_warning,
             discrete=msg.discrete,
             executors=msg.executors,
+            group_executors=msg.group_executors,
             version=msg.resource_version,
         )
 
@@ -167,13 +170,15 @@ class SlaveCalls:
         warning: str = "",
         discrete: Discrete = EMPTY,
         executors: list[RunningExecutor] | None = None,
+        group_executors: list[RunningGroupExecutor] | None = None,
         version: int = 0,
     ) -> None:
         """`ending`: (framework, task) that ended there, their last update on its way;
         `owners`: each framework's principal, as the slave checkpointed it; `warning`:
         what it says it does not enforce between tenants; `discrete`: its ranges' and
         sets' values (ports); `executors`: the custom executors it runs, idle ones too;
-        `version`: of the last CheckpointResources it applied."""
+        `group_executors`: the task groups' executors it plays; `version`: of the last
+        CheckpointResources it applied."""
         try:
             check_segment(slave_id, "slave_id")
         except ValueError as e:
@@ -214,9 +219,9 @@ class SlaveCalls:
             self.log.info("slave.register_again", slave_id=slave_id, tasks=len(known.tasks))
             self._tell_registered(slave_id)
             return
-        idle = idle_executors(running, executors or [])
+        idle = unshown_executors(running, executors or [], group_executors or [])
         users = [r.task.resources for r in running] + list(executors_of(running).values())
-        users += [e.executor.resources for e in idle]
+        users += [e.resources for e in idle]
         used = sum(users, Resources())
         if not total.contains(Resources.from_millis(shared_once(used.millis, total.millis))):
             self.outbox.refuse(
@@ -295,7 +300,7 @@ class SlaveCalls:
         owners: dict[str, str],
         warning: str,
         discrete: Discrete,
-        idle: list[RunningExecutor],
+        idle: list[Unshown],
     ) -> None:
         """The slave's record is durable: into the books, and told it is registered."""
         if slave_id in self.books.gone_slaves:  # marked gone while its record was written
@@ -582,38 +587,42 @@ class SlaveCalls:
             self.log.info("slave.orphans_gone", slave_id=slave_id, tasks=len(gone))
 
     def _idle_executors_back(
-        self, slave: Slave, idle: list[RunningExecutor], owners: dict[str, str]
+        self, slave: Slave, idle: list[Unshown], owners: dict[str, str]
     ) -> None:
-        """Executors a (re-)registering slave runs with no task (Mesos's agent names them
-        in `executor_infos`): their room is used. Booked to their framework as at their
-        first task's launch, or held by nobody until it comes (a new leader's case)."""
+        """Executors a (re-)registering slave runs that no task of it shows (Mesos's
+        agent names them in `executor_infos`): custom ones with no task, and task groups'
+        executors. Their room is used: booked to their framework as at their first task's
+        launch (once: one it holds already is not booked again), or held by nobody until
+        it comes (a new leader's case)."""
         sid = slave.slave_id
         for e in idle:
-            key = (sid, e.executor.executor_id)
+            key = (sid, e.executor_id)
             fw = self.books.frameworks.get(e.framework_id)
             said = owners.get(e.framework_id)  # whose the slave says it is
             if fw is not None and said in (None, fw.principal):
                 role = fw.all_roles()[0] if fw.roles is not None else None
-                if fw.keeps_executor(key, e.executor.resources, role):
+                if fw.keeps_executor(key, e.resources, role):
+                    if e.group:  # (a group may join it; a task may not name it)
+                        fw.group_executors.add(key)
                     fw.slaves_used.add(sid)
-                    self.allocator.allocate_existing(
-                        fw.framework_id, sid, e.executor.resources, role
-                    )
+                    self.allocator.allocate_existing(fw.framework_id, sid, e.resources, role)
             elif e.framework_id in self.books.removed:  # (torn down while it was away)
                 self.outbox.send_slave(sid, ShutdownFramework(framework_id=e.framework_id))
             elif self.books.orphans.executor(e.framework_id, key) is None:
-                orphan = OrphanExecutor(e.framework_id, sid, e.executor, said)
+                orphan = OrphanExecutor(
+                    e.framework_id, sid, e.executor_id, e.resources, said, group=e.group
+                )
                 self.books.orphans.add_executor(orphan, loop_time())
-                self.allocator.hold_unowned(sid, e.executor.resources)
+                self.allocator.hold_unowned(sid, e.resources)
 
-    def _idle_executors_not_named(self, slave_id: str, idle: list[RunningExecutor]) -> None:
-        """Idle executors held for a framework not here that the slave no longer names
-        (they exited meanwhile): what they held is free again."""
-        named = {(e.framework_id, (slave_id, e.executor.executor_id)) for e in idle}
+    def _idle_executors_not_named(self, slave_id: str, idle: list[Unshown]) -> None:
+        """Executors held for a framework not here that the slave no longer names (they
+        exited meanwhile): what they held is free again."""
+        named = {(e.framework_id, (slave_id, e.executor_id)) for e in idle}
         for orphan in self.books.orphans.executors_on(slave_id):
             if (orphan.framework_id, orphan.key) not in named:
                 self.books.orphans.remove_executor(orphan)
-                self.allocator.release_unowned(slave_id, orphan.executor.resources)
+                self.allocator.release_unowned(slave_id, orphan.resources)
 
     def _orphan(self, slave_id: str, r: RunningTask, principal: str | None) -> None:
         """A task kept for a framework not here (or not the one the slave names): its
@@ -736,7 +745,7 @@ class SlaveCalls:
         mine = orphan is not None and self._slave_of(msg.slave_id, caller, "ExecutorExited")
         if orphan is not None and mine is not None:
             self.books.orphans.remove_executor(orphan)  # (held for a framework not here)
-            self.allocator.release_unowned(msg.slave_id, orphan.executor.resources)
+            self.allocator.release_unowned(msg.slave_id, orphan.resources)
             self.request_round()
             return
         fw = self._framework_on_slave(msg.framework_id, msg.slave_id, caller, "ExecutorExited")
@@ -751,6 +760,7 @@ class SlaveCalls:
             return
         held = fw.executors.pop((msg.slave_id, msg.executor_id), None)
         role = fw.executor_roles.pop((msg.slave_id, msg.executor_id), None)
+        fw.group_executors.discard((msg.slave_id, msg.executor_id))
         if held is not None:  # what it held goes back to the pool
             self.allocator.recover(fw.framework_id, msg.slave_id, held, role=role)
             self.request_round()

@@ -410,6 +410,7 @@ class Subscriptions:
                 continue  # (another principal's, by its slave's word)
             self.books.orphans.remove_executor(idle)
             role = fw.all_roles()[0] if fw.roles is not None else None
-            self.allocator.adopt(fw.framework_id, idle.slave_id, idle.executor.resources, role)
+            self.allocator.adopt(fw.framework_id, idle.slave_id, idle.resources, role)
             fw.slaves_used.add(idle.slave_id)
-            fw.keeps_executor(idle.key, idle.executor.resources, role)
+            if fw.keeps_executor(idle.key, idle.resources, role) and idle.group:
+                fw.group_executors.add(idle.key)  # (a group may join it; a task not name it)

@@ -44,7 +44,8 @@ def call_cost(message: Wire) -> float | None:
     if isinstance(message, FREE):
         return None
     if isinstance(message, Accept):  # no tasks: the offers given back, free
-        return 1.0 + len(message.tasks) // ACCEPT_TASKS_PER_CHARGE if message.tasks else None
+        launched = len(message.all_tasks())  # (its groups' tasks count as its tasks)
+        return 1.0 + launched // ACCEPT_TASKS_PER_CHARGE if launched else None
     if isinstance(message, Reconcile):
         return reconcile_cost(len(message.tasks))
     return 1.0

@@ -3,8 +3,8 @@ serve them (one set of handlers, two transports). Pure: no I/O, no books.
 
 As Mesos reads them: fields we do not use are ignored; the older `framework_info.role`
 is taken beside `roles`, `slave_id` beside `agent_id`. What we cannot serve (an operation
-other than LAUNCH, a call type we do not know) is a SchedulerCallError naming it, which
-the HTTP side answers with 400.
+we do not know, a LAUNCH_GROUP for a custom executor, a call type we do not know) is a
+SchedulerCallError naming it, which the HTTP side answers with 400.
 
 A list over its message's bound (an ACCEPT's tasks and offers, a RECONCILE's tasks, ...)
 is refused before any item of it is read, as the bus's codec refuses one (bounds.md):
@@ -39,6 +39,7 @@ from protocol.wire.messages import (
     Revive,
     Subscribe,
     Suppress,
+    TaskGroup,
     TaskInfo,
     TaskRequest,
     Teardown,
@@ -248,12 +249,13 @@ def message_of(call: MesosCall) -> Wire:
         return _wire(Teardown, framework_id=fid)
     if kind == "ACCEPT":
         tasks: list[TaskInfo] = []
+        groups: list[TaskGroup] = []
         operations: list[OfferOperation] = []
         offer_ids = _ids(body.get("offer_ids"), "offer_ids", Accept)
         for operation in _accept_operations(body):
             op_type = operation.get("type") if isinstance(operation, Mapping) else None
             if op_type in RESOURCE_OPERATIONS:
-                if tasks:  # (ours are applied before the Accept's launches)
+                if tasks or groups:  # (ours are applied before the Accept's launches)
                     raise SchedulerCallError(f"{op_type} after LAUNCH: operations come first")
                 field, inner = RESOURCE_OPERATIONS[op_type]
                 given = (operation.get(field) or {}).get(inner) or []
@@ -261,14 +263,17 @@ def message_of(call: MesosCall) -> Wire:
                 operations.append(_wire(OfferOperation, type=op_type, resources=resources))
                 continue
             if op_type in RESIZE_OPERATIONS:
-                if tasks:
+                if tasks or groups:
                     raise SchedulerCallError(f"{op_type} after LAUNCH: operations come first")
                 field = RESIZE_OPERATIONS[op_type]
                 fields = mj.resize_from_mesos(op_type, operation.get(field), field)
                 operations.append(_wire(OfferOperation, type=op_type, **fields))
                 continue
+            if op_type == "LAUNCH_GROUP":
+                groups.append(_group_of(operation.get("launch_group")))
+                continue
             if op_type != "LAUNCH":
-                served = ", ".join([*RESOURCE_OPERATIONS, *RESIZE_OPERATIONS])
+                served = ", ".join(["LAUNCH_GROUP", *RESOURCE_OPERATIONS, *RESIZE_OPERATIONS])
                 raise SchedulerCallError(f"operation {op_type} is not served: LAUNCH, {served}")
             launch = operation.get("launch") or {}
             tasks += [_adapted(mj.task_from_mesos(t)) for t in launch.get("task_infos") or []]
@@ -279,6 +284,7 @@ def message_of(call: MesosCall) -> Wire:
             tasks=tasks,
             filters=_filters(body),
             operations=operations,
+            groups=groups,
         )
     if kind == "DECLINE":
         offer_ids = _ids(body.get("offer_ids"), "offer_ids", Decline)
@@ -334,6 +340,35 @@ def message_of(call: MesosCall) -> Wire:
     raise SchedulerCallError(f"{kind} is not a call with a framework")  # (SUBSCRIBE)
 
 
+def _group_of(launch: object) -> TaskGroup:
+    """A LAUNCH_GROUP as ours: its executor (the default executor, which the slave plays:
+    its id and resources) and its task group's tasks, each a command task."""
+    if not isinstance(launch, Mapping):
+        raise SchedulerCallError("launch_group: expected an object with executor and task_group")
+    executor, group = launch.get("executor"), launch.get("task_group")
+    if not isinstance(executor, Mapping) or not isinstance(group, Mapping):
+        raise SchedulerCallError("launch_group: executor and task_group are needed")
+    if executor.get("type") != "DEFAULT":
+        raise SchedulerCallError(
+            f"launch_group.executor.type {executor.get('type')!r} is not served: a task group "
+            "runs under the DEFAULT executor here (a custom executor's tasks: LAUNCH)"
+        )
+    for field in ("command", "container"):
+        if executor.get(field) is not None:
+            raise SchedulerCallError(f"launch_group.executor.{field}: not set for DEFAULT")
+    given = group.get("tasks") or []
+    if not isinstance(given, list):
+        raise SchedulerCallError("launch_group.task_group.tasks: expected a list")
+    return _wire(
+        TaskGroup,
+        executor_id=mj.id_value(executor.get("executor_id"), "launch_group.executor.executor_id"),
+        executor_resources=mj.resources_from_mesos(
+            executor.get("resources") or [], "launch_group.executor.resources"
+        ),
+        tasks=[mj.task_from_mesos(t) for t in given],
+    )
+
+
 def _adapted(task: TaskInfo) -> TaskInfo:
     """A Mesos executor speaks Mesos's executor API: the slave starts it under our adapter
     (frameworks.mesos_executor), in the slave's own Python, which runs its command."""
@@ -358,7 +393,14 @@ def _accept_operations(body: Mapping[str, Any]) -> list[Any]:
     _at_most(operations, Accept, "operations", "accept.operations", more=tasks)
     launched = others = 0
     for operation in operations:
-        if not isinstance(operation, Mapping) or operation.get("type") != "LAUNCH":
+        kind = operation.get("type") if isinstance(operation, Mapping) else None
+        if kind == "LAUNCH_GROUP":  # (its tasks count with the LAUNCHes')
+            launch = operation.get("launch_group")
+            group = launch.get("task_group") if isinstance(launch, Mapping) else None
+            infos = group.get("tasks") if isinstance(group, Mapping) else None
+            launched += len(infos) if isinstance(infos, list) else 0
+            continue
+        if kind != "LAUNCH":
             others += 1  # (a resource operation, or one refused as it is read)
             continue
         launch = operation.get("launch")

@@ -23,6 +23,7 @@ from protocol.wire.values import (
     Incarnation,
     KillPolicy,
     Offer,
+    TaskGroup,
     TaskInfo,
     TaskStatus,
     Wire,
@@ -157,6 +158,9 @@ class Accept(Wire):
     filters: Filters = Field(default_factory=Filters)
     # applied in order, before the tasks are launched (which may use what they made)
     operations: list[OfferOperation] = Field(default_factory=list, max_length=20)
+    # task groups (Mesos's LAUNCH_GROUP), each launched all or none after the tasks; their
+    # tasks count in the Accept's bound with `tasks`
+    groups: list[TaskGroup] = Field(default_factory=list, max_length=MAX_TASKS_PER_ACCEPT)
     # each task's map as it came on the wire, once it validated as `tasks` (None: made
     # here, not read): what the master sends the slave for the task, which validates as
     # it did here, instead of a dump of the model (see `task_maps`)
@@ -168,6 +172,33 @@ class Accept(Wire):
         message = handler(data)
         message._wire_tasks = wire_maps(data, "tasks")
         return message
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tasks_bounded(cls, data: Any) -> Any:
+        """Its tasks and its groups' counted together before any is read (bounds.md: a
+        list over its bound is refused unread; groups of a thousand tasks each were a
+        way past it)."""
+        groups = data.get("groups") if isinstance(data, dict) else None
+        if not isinstance(groups, list) or not groups:
+            return data
+        tasks = data.get("tasks")
+        count = len(tasks) if isinstance(tasks, list) else 0
+        for group in groups:
+            grouped = group.get("tasks") if isinstance(group, dict) else None
+            if isinstance(group, TaskGroup):
+                grouped = group.tasks
+            count += len(grouped) if isinstance(grouped, list) else 0
+        if count > MAX_TASKS_PER_ACCEPT:
+            most = MAX_TASKS_PER_ACCEPT
+            raise ValueError(f"at most {most} tasks, grouped or not, in one Accept, not {count}")
+        return data
+
+    def all_tasks(self) -> list[TaskInfo]:
+        """Its tasks, then its groups' tasks."""
+        if not self.groups:
+            return self.tasks
+        return [*self.tasks, *(t for g in self.groups for t in g.tasks)]
 
     def __eq__(self, other: object) -> bool:
         """Equal as messages: their fields (the maps kept from the wire are not theirs)."""

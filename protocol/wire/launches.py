@@ -6,6 +6,10 @@ As in Mesos, a task takes its own resources, and its custom executor's too if th
 executor is not running on the slave yet: the executor holds them until it exits. A task
 that names a running executor with other resources than it runs with is refused.
 
+A task group (`TaskGroup`, Mesos's LAUNCH_GROUP) takes its executor's resources if that
+executor is not running yet, then each task's, all of them or none: its room is tried on a
+copy (`OfferRoom.group_problem`) before any of it is taken.
+
 A shared volume offered may be used by every task of the launch: the first takes the
 offer's copy, each other one a copy more (`copies`: Mesos's additional shared resources,
 which the master allocates to the framework beside the offer's).
@@ -13,12 +17,13 @@ which the master allocates to the framework beside the offer's).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 
 from protocol.wire.discrete import EMPTY, Discrete
 from protocol.wire.reservations import is_shared, partial_volume
 from protocol.wire.resources import Resources, add_millis
-from protocol.wire.values import ExecutorInfo, TaskInfo
+from protocol.wire.values import ExecutorInfo, TaskGroup, TaskInfo
 
 
 class OfferRoom:
@@ -98,6 +103,56 @@ class OfferRoom:
         self.running[executor.executor_id] = executor.resources
         return executor
 
+    def trial(self) -> OfferRoom:
+        """A copy to try a group on: taking from it leaves this room as it is."""
+        tried = copy.copy(self)
+        tried.running, tried.copies = dict(self.running), dict(self.copies)
+        return tried
+
+    def executor_problem(self, executor_id: str, resources: Resources) -> str | None:
+        """Why a task group's executor cannot run on what is left, or None: one running
+        must be asked for with the resources it runs with, a new one must fit."""
+        if executor_id in self.running:
+            held = self.running[executor_id]
+            if held is not None and held != resources:
+                return f"executor {executor_id} runs with {held}, not {resources}"
+            return None
+        if any(n in resources.millis for n in self.values):
+            return f"executor {executor_id}: an executor's resources may not hold ranges or sets"
+        if not self._usable().contains(resources):
+            short = resources.subtract_clamped(self._usable())
+            return (
+                f"executor {executor_id}: needs {resources} but only {self.left} is left of "
+                f"the offer on slave {self.slave_id}: short of {short}"
+            )
+        return None
+
+    def take_executor(self, executor_id: str, resources: Resources) -> bool:
+        """Take a task group's executor's room (its `executor_problem` None): whether it
+        starts with this group (else it runs already, and takes nothing)."""
+        if executor_id in self.running:
+            return False
+        self._take(resources)
+        self.running[executor_id] = resources
+        return True
+
+    def group_problem(self, group: TaskGroup) -> str | None:
+        """Why `group` cannot take its room, all of it (its shape, `group_shape_problem`;
+        its executor's, each task's in turn), or None. Nothing is taken."""
+        problem = group_shape_problem(group)
+        if problem is not None:
+            return problem
+        tried = self.trial()
+        problem = tried.executor_problem(group.executor_id, group.executor_resources)
+        if problem is not None:
+            return problem
+        tried.take_executor(group.executor_id, group.executor_resources)
+        for task in group.tasks:
+            if (problem := tried.problem(task)) is not None:
+                return problem
+            tried.take(task)
+        return None
+
     def _take(self, resources: Resources) -> None:
         if self.shared:  # (a shared volume whose offered copy is taken: a copy more)
             for key, size in self.shared.items():
@@ -105,6 +160,23 @@ class OfferRoom:
                     self.copies[key] = self.copies.get(key, 0) + size
                     self.left = self.left + Resources.from_millis({key: size})
         self.left = self.left - resources
+
+
+def group_shape_problem(group: TaskGroup) -> str | None:
+    """Why `group` is not a task group the default executor runs, or None: each task a
+    command task (the group's executor runs it: it names none of its own), each id once."""
+    seen: set[str] = set()
+    for task in group.tasks:
+        tid = task.task_id
+        if task.executor is not None:
+            return (
+                f"task {tid}: a task of a group runs under the group's executor "
+                f"{group.executor_id}, not an executor of its own"
+            )
+        if tid in seen:
+            return f"task {tid}: the task id is in the group twice"
+        seen.add(tid)
+    return None
 
 
 def uses_shared(task: TaskInfo) -> str | None:

@@ -73,6 +73,16 @@ class RunningExecutor(Wire):
     executor: ExecutorInfo
 
 
+class RunningGroupExecutor(Wire):
+    """A task group's executor the slave plays (Mesos's default executor, which an agent
+    re-registers with in `executor_infos` as any other): its own resources are used
+    until its last task ends (ExecutorExited), though none of its tasks names it."""
+
+    framework_id: Id
+    executor_id: Id
+    resources: Resources = Field(default_factory=Resources)
+
+
 def counted(resources: Resources, discrete: Discrete) -> Resources:
     """A slave's resources with its ranges and sets counted by size (as the allocator
     counts them): a count that disagrees with its values is refused."""
@@ -131,6 +141,7 @@ class Reregister(Wire):
     tasks: list[RunningTask] = Field(default_factory=list)
     ending: list[EndingTask] = Field(default_factory=list)
     executors: list[RunningExecutor] = Field(default_factory=list)  # (idle ones too)
+    group_executors: list[RunningGroupExecutor] = Field(default_factory=list)
     # each framework's principal, as the master named it in the launch (checkpointed with
     # its tasks): a master that did not know the framework (restarted without its registry)
     # lets only that principal claim its id and its orphaned tasks, as Mesos learns an
@@ -234,6 +245,17 @@ class RunTask(Wire):
     proof: Proof = ""
 
 
+class GroupLaunch(Wire):
+    """A task group's executor, as the master sends the group (RunTasks.group): the slave
+    plays it (Mesos's default executor) for the group's tasks."""
+
+    executor_id: Id
+    resources: Resources = Field(default_factory=Resources)
+    # the master took the executor's resources with this group (it starts the executor);
+    # False: it joins the executor running there, and is dropped if that one has ended
+    starts: bool = True
+
+
 class RunTasks(Wire):
     """Master -> slave: the tasks one Accept launched there, in one message (not one a
     task); the slave takes each as it takes a RunTask."""
@@ -252,6 +274,8 @@ class RunTasks(Wire):
     # them (its TASK_KILLING_STATE capability): a health check's kill too
     killing: bool = False
     proofs: list[Proof] = Field(default_factory=list)  # each task's (RunTask.proof), or none
+    # a task group's (Mesos's LAUNCH_GROUP): `tasks` are its tasks, run all or none
+    group: GroupLaunch | None = None
     # each task's map as it came on the wire, once it validated as `tasks` (None: made
     # here, not read): what a slave journals for the task, which validates as it did
     # here, instead of a dump of the model made again (see `task_maps`)
@@ -290,7 +314,7 @@ class RunTasks(Wire):
         """Sent with its tasks as these maps (each validates as its task: an Accept's
         `task_maps`), if it has one for every task."""
         kept = [m for m in maps if m is not None]
-        if len(kept) == len(maps) == len(self.tasks):
+        if len(kept) == len(maps) == len(self.tasks) and self.group is None:
             self._sent_as = (self.tasks, kept)
         return self
 

@@ -204,6 +204,7 @@ class Reason(StrEnum):
 
     INVALID_OFFERS = "REASON_INVALID_OFFERS"
     TASK_INVALID = "REASON_TASK_INVALID"
+    TASK_GROUP_INVALID = "REASON_TASK_GROUP_INVALID"
     SLAVE_REMOVED = "REASON_SLAVE_REMOVED"
     SLAVE_REMOVED_BY_OPERATOR = "REASON_SLAVE_REMOVED_BY_OPERATOR"
     SLAVE_REREGISTERED = "REASON_SLAVE_REREGISTERED"
@@ -343,6 +344,25 @@ class TaskInfo(Wire):
         if command_check and self.container is not None:
             raise ValueError("a COMMAND health check is not run in a container image")
         return self
+
+
+class TaskGroup(Wire):
+    """Tasks launched together (Mesos's LAUNCH_GROUP with the default executor): all of
+    them or none, on one slave, under one executor that the slave itself plays (Mesos's
+    default executor), each task in its own container as a command task is. A task of
+    the group that fails or is killed has the others of its group killed; one that
+    finishes does not. The executor ends when its last task has ended, and gives its
+    resources back; later groups may launch on it while it runs."""
+
+    executor_id: Id
+    """Names the group's executor: groups of this framework naming the same id on one
+    slave share it (and its resources), as long as it runs."""
+    executor_resources: Resources = Field(default_factory=Resources)
+    """What the executor itself holds (Mesos's ExecutorInfo.resources), taken out of the
+    offer with the first group that starts it and given back when it ends."""
+    tasks: list[TaskInfo] = Field(min_length=1, max_length=MAX_TASKS_PER_ACCEPT)
+    """The group's tasks: each a command task (`command`, no `executor` of its own) on
+    the offer's slave, with its own resources, isolation, sandbox and health check."""
 
 
 def wire_maps(data: Any, field: str) -> list[dict[str, Any]] | None:
