@@ -10,7 +10,8 @@ from typing import Any
 
 from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
-from master.books import Books, Framework, Task
+from master.books import Books, Framework, OfferRecord, Task
+from master.calls.accept_progress import AcceptProgress
 from master.calls.resource_operations import OperationError, ResourceOperations
 from master.calls.status_updates import heard_state
 from master.cycle import OfferCycle
@@ -23,6 +24,7 @@ from master.removals import Removals
 from master.slave_values import in_use
 from master.task_states import as_seen, unknown_task
 from master.updates import TaskUpdates
+from protocol import logs
 from protocol.transport.aio import loop_time
 from protocol.wire.discrete import Discrete
 from protocol.wire.ids import shorten, task_problem
@@ -219,6 +221,27 @@ class FrameworkCalls:
             values,
             in_use(self.books, self.books.slaves[slave_id]) if values else values,
         )
+        progress = AcceptProgress(room)
+        try:
+            self._carry_out(fw, msg, caller, records, surplus, progress, now)
+        except Exception as error:  # (a bug of ours: the call was checked before)
+            self._accept_failed(fw, msg, caller, slave_id, role, progress, error, now)
+
+    def _carry_out(
+        self,
+        fw: Framework,
+        msg: Accept,
+        caller: Caller,
+        records: list[OfferRecord],
+        surplus: Resources,
+        progress: AcceptProgress,
+        now: float,
+    ) -> None:
+        """An Accept whose offers are its own, of one slave and one role: its operations
+        applied, its tasks and groups checked and launched, what it left declined; each
+        step told to `progress`, which `_accept_failed` reads should one raise."""
+        slave_id, role = records[0].slave_id, records[0].role
+        room, every_task = progress.room, msg.all_tasks()
         task_ids = tuple(t.task_id for t in every_task)
         for record in records:
             self.offers.drop(record)
@@ -261,16 +284,20 @@ class FrameworkCalls:
             if problem:
                 refused.append(problem)
                 self.refuse_launch(fw, task, TaskState.ERROR, Reason.TASK_INVALID, problem)
+                progress.refused(task.task_id)
                 continue
             if role is not None and task.role is None:  # allocated to its offer's role
                 task = task.model_copy(update={"role": role})
                 task_map = None if task_map is None else {**task_map, "role": role}
             executor = room.take(task)
+            started = None
             if executor is not None:  # its own resources stay the framework's until it exits
-                fw.executors[(slave_id, executor.executor_id)] = executor.resources
+                started = (slave_id, executor.executor_id)
+                fw.executors[started] = executor.resources
                 if role is not None:
-                    fw.executor_roles[(slave_id, executor.executor_id)] = role
+                    fw.executor_roles[started] = role
             self._launch(fw, task, slave_id, now)
+            progress.booked(task, started)
             launched.append(task)
             maps.append(task_map)
         groups: list[tuple[TaskGroup, list[TaskInfo], bool]] = []  # (group, tasks, starts)
@@ -284,8 +311,9 @@ class FrameworkCalls:
                     self.refuse_launch(
                         fw, task, TaskState.ERROR, Reason.TASK_GROUP_INVALID, problem
                     )
+                    progress.refused(task.task_id)
                 continue
-            room = tried  # (its room taken: its executor's, if new, and each task's)
+            room = progress.room = tried  # (its room taken: its executor's, if new, each task's)
             key = (slave_id, group.executor_id)
             starts = fw.keeps_executor(key, group.executor_resources, role)
             fw.group_executors.add(key)
@@ -295,6 +323,7 @@ class FrameworkCalls:
             ]
             for task in tasks:
                 self._launch(fw, task, slave_id, now)
+                progress.booked(task, key if starts else None)
             groups.append((group, tasks, starts))
         if room.copies:  # tasks sharing a volume: a copy each, past the offer's
             extra = Resources.from_millis(room.copies)
@@ -312,10 +341,12 @@ class FrameworkCalls:
                 executor_id=group.executor_id, resources=group.executor_resources, starts=starts
             )
             self.outbox.send_slave(slave_id, self._run_tasks(fw, slave_id, tasks, runs))
+            progress.sent(tasks)
         if launched:  # one message to the slave for all of them
             self.outbox.send_slave(
                 slave_id, self._run_tasks(fw, slave_id, launched).with_wire_tasks(maps)
             )
+            progress.sent(launched)
         # the event stream hears of it after the slave is told (the task waits for that)
         for record in records:
             self.outbox.emit(
@@ -340,6 +371,7 @@ class FrameworkCalls:
         left = self.cycle.decline(
             fw.framework_id, slave_id, room.left, refuse, now, role, whole=whole
         )
+        progress.declined = True
         # what a GROW_VOLUME or SHRINK_VOLUME made goes back unfiltered (the framework's
         # refuse_seconds are for what it left of its offers): offered to it again
         if self.cycle.decline(fw.framework_id, slave_id, resized, None, now, role) or left:
@@ -354,6 +386,52 @@ class FrameworkCalls:
                 tell=False,
                 framework_id=fw.framework_id,
             )
+
+    def _accept_failed(
+        self,
+        fw: Framework,
+        msg: Accept,
+        caller: Caller,
+        slave_id: str,
+        role: str | None,
+        progress: AcceptProgress,
+        error: Exception,
+        now: float,
+    ) -> None:
+        """`_carry_out` raised: everything of the Accept that did not reach the slave is
+        given back (master.calls.accept_progress), its sender told, the error logged."""
+        self.log.error(
+            "accept.failed",
+            framework_id=fw.framework_id,
+            slave_id=slave_id,
+            error=logs.clip(repr(error), 300),
+        )
+        why = "the master failed to launch it (its error is in the master's log)"
+        for task_id in progress.unsent:  # booked: their end frees them, as any task's
+            self.updates.from_master(
+                fw, task_id, slave_id, TaskState.ERROR, Reason.TASK_INVALID, why
+            )
+        for key in progress.unsent_executors():  # started for them: nothing runs there
+            held = fw.executors.pop(key, None)
+            executor_role = fw.executor_roles.pop(key, None)
+            fw.group_executors.discard(key)
+            if held is not None:
+                self.allocator.recover(fw.framework_id, slave_id, held, role=executor_role)
+        for task in msg.all_tasks():  # never reached (a live task of its id is another's)
+            tid = task.task_id
+            if tid not in progress.told and tid not in progress.unsent and not fw.live(tid):
+                self.refuse_launch(fw, task, TaskState.ERROR, Reason.TASK_INVALID, why)
+        if not progress.declined:  # (with no filter: it is offered again, as it was)
+            self.cycle.decline(fw.framework_id, slave_id, progress.room.left, None, now, role)
+        self.request_round()
+        self.outbox.refuse(
+            caller,
+            "the master failed to carry out this Accept: what it did not launch was given "
+            "back, and each such task answered TASK_ERROR",
+            "internal-error",
+            "Accept",
+            framework_id=fw.framework_id,
+        )
 
     def _run_tasks(
         self,
