@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller, RoleACL
 from master.books import Books
+from master.calls.accepts import Accepts
 from master.calls.drains import Drains
 from master.calls.files import FileRequests
 from master.calls.framework_calls import FrameworkCalls
@@ -290,6 +291,19 @@ class Master:
             request_round=request_round,
             log=log,
         )
+        self.accepts = Accepts(
+            books,
+            allocator,
+            cycle,
+            self.offers,
+            outbox,
+            updates,
+            ids=self.framework_ids,
+            operations=self.resource_operations,
+            decline=self.framework_calls.decline,
+            request_round=request_round,
+            log=log,
+        )
         self.partitions = Partitions(books, allocator, outbox, updates, self.removals, log)
         self.slave_calls = SlaveCalls(
             books,
@@ -336,7 +350,7 @@ class Master:
         self.why = WhyAnswers(books, cycle, self.queues, self.acl, loop_time)
         self.why_calls = WhyCalls(self.why, outbox.refuse, outbox.send_topic)
         refusals = RateLimitRefusals(
-            self.queues, outbox, self.messages, self.framework_calls.refused_accept
+            self.queues, outbox, self.messages, self.accepts.refused_accept
         )
         self.routes = self._routes()
         self.intake = CallIntake(
@@ -388,7 +402,7 @@ class Master:
             "framework": {
                 Subscribe: self.subscriptions.on_subscribe,
                 UpdateFramework: self.framework_updates.on_update_framework,
-                Accept: f.on_accept,
+                Accept: self.accepts.on_accept,
                 Decline: f.on_decline,
                 Revive: f.on_revive,
                 Suppress: f.on_suppress,

@@ -31,8 +31,7 @@ from protocol.transport.aio import cancel_and_wait, within
 from protocol.transport.base import Transport
 from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
-from protocol.wire.discrete import Discrete
-from protocol.wire.ids import shorten, task_problem
+from protocol.wire.ids import shorten
 from protocol.wire.messages import (
     TERMINAL_STATES,
     CheckpointResources,
@@ -57,7 +56,6 @@ from protocol.wire.messages import (
     ShutdownFramework,
     Source,
     StatusAck,
-    TaskInfo,
     TaskState,
     Wire,
 )
@@ -69,6 +67,7 @@ from slave.backoff import RegistrationBackoff
 from slave.command_tasks import CommandTasks
 from slave.config import SlaveConfig, TaskRecord
 from slave.confine import UNCONFINED
+from slave.default_executor import DefaultExecutor
 from slave.executor_side import ExecutorSide
 from slave.executor_tokens import ExecutorTokens, load_or_make_key
 from slave.files import read_sandbox_file
@@ -76,6 +75,7 @@ from slave.images import find_podman
 from slave.isolator import POSIX_WARNING, make_isolator
 from slave.kept_resources import KeptResources, Version
 from slave.kills import Kills
+from slave.launch_checks import LaunchChecks
 from slave.launches import RecentLaunches, run_in_turn, run_together
 from slave.memory_limits import enforce_memory_limits
 from slave.owners import Owners
@@ -178,6 +178,28 @@ class Slave:
         )  # fmt: skip
         self.executors = self.custom.executors
         self.groups = TaskGroups()  # task groups' executors, which the slave plays
+        self._checks = LaunchChecks(  # (what it checks of every task it runs)
+            self.config.discrete,
+            self.tasks,
+            self.executors,
+            self.owners,
+            self.commands.image_problem,
+        )
+        self.default_executor = DefaultExecutor(
+            self.slave_id,
+            self.groups,
+            self.tasks,
+            self.executors,
+            self.shut_down_frameworks,
+            bus=bus,
+            reports=self.reports,
+            free=self.free,
+            checks=self._checks,
+            start=self._start,
+            kill=self._kill_with_grace,
+            tell_exited=self.custom.tell_exited,
+            log=self.log,
+        )
         # what reached a fleet's slave before its handlers (hold_early), for them
         self._early: list[tuple[Wire, str | None]] | None = None
 
@@ -511,7 +533,7 @@ class Slave:
         if msg.launch_id:
             self._launches.add(msg.launch_id)
         if msg.group is not None:
-            await self._run_group(msg, reply_to)
+            await self.default_executor.run(msg, reply_to)
             return
         # Each task is checked and booked in turn (one bad task spoils only itself), then
         # they start together: their checkpoints and updates share the journals' writes
@@ -530,83 +552,6 @@ class Slave:
         # (a simulated task's start waits for nothing but its framework's owner written,
         # once: one after another, not a task each)
         await (run_in_turn if self.config.simulated_tasks else run_together)(starts)
-
-    async def _run_group(self, msg: RunTasks, reply_to: str | None) -> None:
-        """A task group (Mesos's LAUNCH_GROUP): checked whole, then all its tasks started
-        as command tasks under its executor, which the slave plays; or none of them, each
-        told why (TASK_ERROR; TASK_DROPPED if its executor ended before it came)."""
-        group = msg.group
-        assert group is not None
-        fid, eid = msg.framework_id, group.executor_id
-        runs = self.groups.runs(fid, eid)
-        runs_tasks = msg.each()
-        state, reason, problem = TaskState.ERROR, Reason.TASK_GROUP_INVALID, None
-        if not group.starts and not runs:  # (it ended as the master sent this group)
-            state, reason = TaskState.DROPPED, Reason.EXECUTOR_TERMINATED
-            problem = f"executor {eid} ended before the group came"
-        elif (fid, eid) in self.executors:
-            problem = f"executor {eid} is a custom executor here, not a task group's"
-        else:
-            problem = self._group_problem(runs_tasks, Resources() if runs else group.resources)
-        if problem is not None:
-            ids = {"framework_id": fid, "executor_id": eid}
-            self.log.warning("run.group_refused", reason=logs.clip(problem), **ids)
-            self.bus.reply_error(reply_to, problem, code="invalid-task", about="RunTasks")
-            for run in runs_tasks:
-                await self.reports.report(fid, run.task, state, reason, problem, Source.SLAVE)
-            if group.starts and not runs:  # (the master took its resources: back)
-                self.custom.tell_exited(fid, eid, -1)
-            return
-        self.shut_down_frameworks.pop(fid, None)
-        self.groups.start(fid, eid, group.resources, [r.task.task_id for r in runs_tasks])
-        starts: list[Coroutine[Any, Any, None]] = []
-        for run in runs_tasks:
-            task = run.task
-            record = TaskRecord(fid, task, TaskState.STAGING, principal=run.principal)
-            record.killing, record.proof = run.killing, run.proof
-            record.executor_key = (fid, eid)  # (its statuses name its executor)
-            self.tasks[(fid, task.task_id)] = record
-            self.log.info("run.start", resources=task.resources, framework_id=fid,
-                          task_id=task.task_id, executor_id=eid)  # fmt: skip
-            starts.append(self._start(run, record))
-        await run_together(starts)
-        # a task that ended as its siblings were starting killed those started then: the
-        # rest are killed now they run
-        for run in runs_tasks:
-            if why := self.groups.killed(fid, run.task.task_id):
-                self._kill_sibling(fid, run.task.task_id, why)
-
-    def _group_problem(self, runs: list[RunTask], executor: Resources) -> str | None:
-        """Why a task group may not run here, all of it (None: it may): what it needs
-        with its new executor's resources (`executor`) free, and each task as `_admit`
-        checks a task."""
-        need = executor
-        for run in runs:
-            need = need + run.task.resources
-        free = self.free()
-        if not free.contains(need):
-            return f"the group needs {need} but slave {self.slave_id} has only {free} free"
-        held = Discrete()
-        for run in runs:
-            task = run.task
-            if task.slave_id != self.slave_id:
-                return f"task {task.task_id} is for slave {task.slave_id}, not {self.slave_id}"
-            if (run.framework_id, task.task_id) in self.tasks:
-                return f"task {task.task_id} is already running here"
-            if task.executor is not None:
-                return f"task {task.task_id}: a group's task names no executor of its own"
-            if held.overlap(task.discrete):
-                return f"task {task.task_id}: {task.discrete} overlap another task's of the group"
-            held = Discrete.union([held, task.discrete])
-            problem = (
-                task_problem(task)
-                or self._values_problem(task)
-                or self._owner_problem(run)
-                or self.commands.image_problem(run.framework_id, task)
-            )
-            if problem is not None:
-                return problem
-        return None
 
     async def _on_run_task(self, msg: RunTask, reply_to: str | None) -> None:
         _, start = self._admit(msg, reply_to, self.free())
@@ -645,12 +590,7 @@ class Slave:
         elif (volume := partial_volume(need.millis, self.resources.total.millis)) is not None:
             problem = f"task {task.task_id}: a persistent volume is used whole: {volume}"
         else:
-            problem = (
-                task_problem(task)
-                or self._values_problem(task)
-                or self._owner_problem(msg)
-                or self.commands.image_problem(msg.framework_id, task)
-            )
+            problem = self._checks(msg)
             if problem is None and task.executor is not None:
                 try:  # (it names a topic's handler too)
                     check_segment(task.executor.executor_id, "executor_id")
@@ -672,29 +612,11 @@ class Slave:
         self.log.info("run.start", resources=task.resources, **ids)
         return self._whole_shared(free - task.resources), self._start(msg, record)
 
-    def _values_problem(self, task: TaskInfo) -> str | None:
-        """Ports (and other ranges and sets) this slave does not have, or that a live task
-        holds: the master never sends such a launch, and the slave runs none."""
-        if not task.discrete:
-            return None
-        if not self.config.discrete.contains(task.discrete):
-            return f"task {task.task_id}: {task.discrete} are not all among this slave's"
-        held = Discrete.union(r.info.discrete for r in self.tasks.values() if not r.state.terminal)
-        if held.overlap(task.discrete):
-            return f"task {task.task_id}: {task.discrete} overlap a running task's"
-        return None
-
-    def _owner_problem(self, msg: RunTask) -> str | None:
-        """A framework runs here for one principal: a launch for its id in another's name
-        (which a master should never send) reaches none of its tasks or executors."""
-        owner = self.owners.of(msg.framework_id)
-        if owner is None or owner == msg.principal:
-            return None
-        fid = msg.framework_id
-        live = any(k[0] == fid and not r.state.terminal for k, r in self.tasks.items())
-        if live or any(e.framework_id == fid for e in self.executors.values()):
-            return f"framework {fid} runs here for another principal"
-        return None
+    def _kill_with_grace(self, record: TaskRecord, why: str) -> None:
+        """Begin a task's kill with its grace (a task group's sibling's: DefaultExecutor)."""
+        self.health.stop((record.framework_id, record.info.task_id))
+        limit = Limit(TaskState.KILLED, None, why, hard=False)
+        self.kills.start(record, record.grace(self.config), limit)
 
     async def _start(self, msg: RunTask, record: TaskRecord) -> None:
         """Start a task; whatever keeps it from starting ends it TASK_FAILED, saying why."""
@@ -779,39 +701,7 @@ class Slave:
         self._forget(key)
         if record is not None:
             await self.custom.task_left(record.executor_key)
-            await self._group_task_ended(record)
-
-    async def _group_task_ended(self, record: TaskRecord) -> None:
-        """A task of a group ended: as Mesos's default executor, its siblings killed if it
-        failed or was killed, and its executor ended (the master told, which frees its
-        resources) if it ran no other task."""
-        fid = record.framework_id
-        state = record.state if record.state.terminal else None
-        ended = self.groups.ended(fid, record.info.task_id, state)
-        for task_id in ended.kill:
-            why = self.groups.killed(fid, task_id)
-            if self._kill_sibling(fid, task_id, why) and self.tasks[(fid, task_id)].killing:
-                sibling = self.tasks[(fid, task_id)]
-                await self.reports.report(fid, sibling.info, TaskState.KILLING, None, why)
-        if ended.executor is not None:
-            self.log.info(
-                "executor.exited", framework_id=fid, executor_id=ended.executor.executor_id
-            )
-            self.custom.tell_exited(fid, ended.executor.executor_id, 0)
-
-    def _kill_sibling(self, framework_id: str, task_id: str, why: str) -> bool:
-        """Kill a task of a group whose sibling failed or was killed, with its own grace,
-        once (a task ended, in its kill already, or not started yet is left): whether a
-        kill began."""
-        sibling = self.tasks.get((framework_id, task_id))
-        if sibling is None or sibling.runner is None or sibling.kill is not None:
-            return False
-        if sibling.state.terminal:
-            return False
-        self.health.stop((framework_id, task_id))
-        limit = Limit(TaskState.KILLED, None, why, hard=False)
-        self.kills.start(sibling, sibling.grace(self.config), limit)
-        return True
+            await self.default_executor.task_ended(record)
 
     async def _forget_async(self, key: tuple[str, str]) -> None:
         """A task forgotten without an update of its end (its framework shut down): out

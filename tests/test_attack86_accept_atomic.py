@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from master.calls import framework_calls
+from master.calls import accepts
 
 from harness.mesos import Live, framework_info, next_of
 from harness.mesos import live as live  # (the fixture)
@@ -26,14 +26,14 @@ from harness.mesos import live as live  # (the fixture)
 async def test_an_accept_that_fails_half_way_gives_its_offer_back(
     live: Live, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checked = framework_calls.task_problem
+    checked = accepts.task_problem
 
     def task_problem(task: Any) -> str | None:
         if task.task_id == "boom":
             raise RuntimeError("a check that fails, as the surrogate's encode() did")
         return checked(task)
 
-    monkeypatch.setattr(framework_calls, "task_problem", task_problem)
+    monkeypatch.setattr(accepts, "task_problem", task_problem)
     s = live.scheduler("team-a")
     try:
         assert await s.subscribe(framework_info("team-a")) == 200
@@ -71,7 +71,7 @@ async def test_an_accept_that_fails_after_booking_its_tasks_frees_them(
     def run_tasks(*_: Any, **__: Any) -> None:
         raise RuntimeError("a message that cannot be built, after the books were written")
 
-    monkeypatch.setattr(framework_calls.FrameworkCalls, "_run_tasks", run_tasks)
+    monkeypatch.setattr(accepts.Accepts, "_run_tasks", run_tasks)
     s = live.scheduler("team-a")
     try:
         assert await s.subscribe(framework_info("team-a")) == 200

@@ -4,7 +4,7 @@ names one offer it does not hold.
 2cba8a0 filters an Accept that launches nothing for one allocation interval, as a
 Decline. But an Accept whose offers have a problem (one offer id unknown, gone, or
 another's; offers spanning two slaves) never gets there: its valid offers "go back to
-the pool, unfiltered" (`FrameworkCalls.on_accept`: `cycle.decline(..., None, ...)`,
+the pool, unfiltered" (`Accepts.on_accept`: `cycle.decline(..., None, ...)`,
 not `whole`). The framework first in the DRF order, holding nothing, answers each offer
 with `Accept(offer_ids=[the offer, "no-such-offer"], tasks=[])`: the round that follows
 at once offers the free cpu straight back to it, and the tenant that wants it is never

@@ -1,5 +1,5 @@
 """Review 63 (on 2060393): a launch the master refuses is now remembered as ended
-(`FrameworkCalls.refuse_launch`, so that reconciling it answers TASK_DROPPED), and it is
+(`Accepts.refuse_launch`, so that reconciling it answers TASK_DROPPED), and it is
 remembered with its whole message: up to 4,096 characters of refusal a task, which the
 tenant writes (every problem of every offer id its Accept named).
 

@@ -1,5 +1,5 @@
 """Review 63 (on 2060393): a launch the master refuses is now remembered as ended
-(`FrameworkCalls.refuse_launch`), so that reconciling it answers TASK_DROPPED. The
+(`Accepts.refuse_launch`), so that reconciling it answers TASK_DROPPED. The
 guard is that no live task has its id in the books (`fw.tasks`, `fw.unreachable`); but
 after a failover the new leader knows no task until each slave brings its own back, and
 a task remembered as ended is killed when its slave does
@@ -182,7 +182,7 @@ async def test_a_rate_limited_launch_says_nothing_of_a_live_task_of_its_id(
         filters=Filters(),
     )
     caller = Caller("framework", "framework", None)
-    await cluster.master.framework_calls.refused_accept(again, caller, "rate limit")
+    await cluster.master.accepts.refused_accept(again, caller, "rate limit")
     await alice.update_for("t1", TaskState.LOST)  # (after any word of t0: in order)
     heard = [u.status.state for u in alice.inbox.of(Update) if u.status.task_id == "t0"]
     assert heard == [TaskState.RUNNING]

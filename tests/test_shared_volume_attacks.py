@@ -166,7 +166,7 @@ async def test_one_task_may_not_take_two_copies_of_a_shared_volume(cluster: Clus
 
 
 async def test_a_destroy_its_sender_may_not_make_rescinds_no_offer(cluster: Cluster) -> None:
-    # framework_calls.on_accept calls _rescind_shared(...) for every DESTROY *before*
+    # Accepts.on_accept calls _rescind_shared(...) for every DESTROY *before*
     # on_offer checks the DESTROY (its role, that its offers hold the volume): a tenant
     # of role b, without SHARED_RESOURCES, naming role a's volume in a DESTROY on any
     # offer of the slave rescinds role a's outstanding offers of it -- every time it is

@@ -212,9 +212,9 @@ async def test_a_tenant_cannot_make_a_sandbox_outside_a_work_dir_or_leave_a_task
     layer holds alone: with the master's check taken out the slave's admission refuses
     them, and with that out too, starting them fails them (TASK_FAILED), never stuck."""
     if caught_by in ("slave", "start"):
-        monkeypatch.setattr("master.calls.framework_calls.task_problem", lambda task: None)
+        monkeypatch.setattr("master.calls.accepts.task_problem", lambda task: None)
     if caught_by == "start":
-        monkeypatch.setattr("slave.slave.task_problem", lambda task: None)
+        monkeypatch.setattr("slave.launch_checks.task_problem", lambda task: None)
     async with tenant(real) as (driver, mallory):
         offer = await mallory.offer()
         tasks = [

@@ -28,7 +28,7 @@ V = "disk(a)[v1:data]<SHARED>"
 async def test_a_destroy_of_a_shared_volume_not_in_its_offers_rescinds_nothing(
     cluster: Cluster,
 ) -> None:
-    # framework_calls.on_accept rescinds every outstanding offer holding a shared volume
+    # Accepts.on_accept rescinds every outstanding offer holding a shared volume
     # a DESTROY names once `may_make` passes -- and may_make asks the grants and the
     # role (framework_problem) only, not whether the Accept's offers hold the volume (nor
     # whether the framework takes shared resources). A tenant of a sub-role (a/x), without

@@ -26,7 +26,7 @@ from protocol.wire.messages import Accept, Error, Wire
 from protocol.wire.topics import Sender
 
 RefusedAccept = Callable[[Accept, Caller, str], Awaitable[None]]
-"""What gives a refused Accept's offers back (`FrameworkCalls.refused_accept`)."""
+"""What gives a refused Accept's offers back (`Accepts.refused_accept`)."""
 
 
 class RateLimitRefusals:
