@@ -41,6 +41,9 @@ MessageCallback = Callable[["ExecutorProcess", Wire], Awaitable[None]]
 ErrorCallback = Callable[["ExecutorProcess", DecodeError], Awaitable[None]]
 
 GROUP_ENDS_WITHIN = 5.0  # seconds an executor's end waits for what it started to die
+# seconds an executor's end waits for what it wrote before it to be read (at its
+# principal's pace: slave.message_budget; a line holds a socket buffer's worth at most)
+LINE_READ_WITHIN = 10.0
 MAX_WAITING = 16 * 1024 * 1024  # bytes of framework messages waiting for one executor
 ANSWER_MOST = 4096  # bytes of an answer to an executor's ask at most (its ids are bounded)
 REGISTRATION_TIMEOUT = 60.0  # seconds, as Mesos's --executor_registration_timeout
@@ -178,6 +181,11 @@ class ExecutorProcess:
             os.killpg(self._proc.pid, signal.SIGKILL)
         # (its end is reported once they are gone, as Mesos destroys the container first)
         await group_ended(self._proc.pid, timeout=GROUP_ENDS_WITHIN)
+        # what it said before it exited is heard before its exit: its line read to its end
+        # (its writers are gone). Paced, its last FINISHED was still in the line, and its
+        # task was failed for the exit (review86)
+        if self._reader is not None:
+            await asyncio.wait({self._reader}, timeout=LINE_READ_WITHIN)
         try:
             await self.on_exit(self, code)
         finally:
