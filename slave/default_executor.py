@@ -95,7 +95,7 @@ class DefaultExecutor:
         # rest are killed now they run
         for run in runs_tasks:
             if why := self.groups.killed(fid, run.task.task_id):
-                self._kill_sibling(fid, run.task.task_id, why)
+                self.kill_sibling(fid, run.task.task_id, why)
 
     def _problem(self, runs: list[RunTask], executor: Resources) -> str | None:
         """Why a task group may not run here, all of it (None: it may): what it needs
@@ -132,7 +132,7 @@ class DefaultExecutor:
         ended = self.groups.ended(fid, record.info.task_id, state)
         for task_id in ended.kill:
             why = self.groups.killed(fid, task_id)
-            if self._kill_sibling(fid, task_id, why) and self.tasks[(fid, task_id)].killing:
+            if self.kill_sibling(fid, task_id, why) and self.tasks[(fid, task_id)].killing:
                 sibling = self.tasks[(fid, task_id)]
                 await self.reports.report(fid, sibling.info, TaskState.KILLING, None, why)
         if ended.executor is not None:
@@ -141,10 +141,10 @@ class DefaultExecutor:
             )
             self._tell_exited(fid, ended.executor.executor_id, 0)
 
-    def _kill_sibling(self, framework_id: str, task_id: str, why: str) -> bool:
+    def kill_sibling(self, framework_id: str, task_id: str, why: str) -> bool:
         """Kill a task of a group whose sibling failed or was killed, with its own grace,
         once (a task ended, in its kill already, or not started yet is left): whether a
-        kill began."""
+        kill began. (Recovery's too, for a sibling restored after such an end.)"""
         sibling = self.tasks.get((framework_id, task_id))
         if sibling is None or sibling.runner is None or sibling.kill is not None:
             return False

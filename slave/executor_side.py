@@ -280,12 +280,17 @@ class ExecutorSide:
 
     async def _paced(self, executor: ExecutorProcess) -> None:
         """A status update of `executor`'s waits its principal's pace here (UpdatePace):
-        nothing more is read from the executor meanwhile, the others' lines are read on."""
+        nothing more is read from the executor meanwhile, the others' lines are read on.
+        One that has exited waits no more: what it wrote before is at most a socket
+        buffer's worth, and is heard before its exit (`ExecutorProcess._watch`)."""
+        if executor.exited:
+            return
         pace = self._paces.get(executor.principal)
         if pace is None:
             pace = self._paces[executor.principal] = UpdatePace(UPDATES_A_SECOND, UPDATES_AT_ONCE)
         delay = pace.delay(time.monotonic())
         if delay > 0:
+            executor.paced = True
             if pace.paced == 1:  # (said once a time it is past its burst)
                 self.log.warning(
                     "executor.updates_paced",

@@ -41,6 +41,9 @@ MessageCallback = Callable[["ExecutorProcess", Wire], Awaitable[None]]
 ErrorCallback = Callable[["ExecutorProcess", DecodeError], Awaitable[None]]
 
 GROUP_ENDS_WITHIN = 5.0  # seconds an executor's end waits for what it started to die
+# seconds a paced executor's end waits for what it wrote before it to be read (a socket
+# buffer's worth at most, unpaced once it has exited: slave.executor_side)
+LINE_READ_WITHIN = 10.0
 MAX_WAITING = 16 * 1024 * 1024  # bytes of framework messages waiting for one executor
 ANSWER_MOST = 4096  # bytes of an answer to an executor's ask at most (its ids are bounded)
 REGISTRATION_TIMEOUT = 60.0  # seconds, as Mesos's --executor_registration_timeout
@@ -79,6 +82,9 @@ class ExecutorProcess:
         self.broken: str | None = None  # why its line to us failed, if it did
         self.registration_timeout = registration_timeout
         self.timed_out = False  # killed for not registering in time
+        # one of its status updates waited its principal's pace (slave.message_budget):
+        # what it wrote may still be in its line when it exits
+        self.paced = False
         self._queue: list[Wire] = []  # (the slave's own: its tasks, their kills)
         self._timer: asyncio.TimerHandle | None = None
         self._proc: asyncio.subprocess.Process | None = None
@@ -96,6 +102,11 @@ class ExecutorProcess:
         """(framework id, executor id): its key at the slave, by structure (two ids
         joined by a character they may hold would let one framework name another's)."""
         return (self.framework_id, self.executor_id)
+
+    @property
+    def exited(self) -> bool:
+        """Its process has ended (what it wrote before may be unread yet)."""
+        return self._proc is not None and self._proc.returncode is not None
 
     @property
     def pid(self) -> int | None:
@@ -178,6 +189,11 @@ class ExecutorProcess:
             os.killpg(self._proc.pid, signal.SIGKILL)
         # (its end is reported once they are gone, as Mesos destroys the container first)
         await group_ended(self._proc.pid, timeout=GROUP_ENDS_WITHIN)
+        # what it said before it exited is heard before its exit: a paced line is read to
+        # its end (its writers are gone; no longer paced, `exited`). Else its last
+        # FINISHED was still in the line, and its task failed for the exit (review86)
+        if self._reader is not None and self.paced:
+            await asyncio.wait({self._reader}, timeout=LINE_READ_WITHIN)
         try:
             await self.on_exit(self, code)
         finally:

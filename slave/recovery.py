@@ -65,6 +65,8 @@ class Slave(Protocol):
     commands: CommandTasks  # (a recovered task's health check starts again there)
     kills: Kills  # (and a kill in its grace goes on there)
 
+    def kill_sibling(self, framework_id: str, task_id: str, why: str) -> bool: ...
+
 
 async def recover(slave: Slave, reports: TaskReports) -> None:
     """Pick up the tasks and owed updates a previous run of this slave left behind; what
@@ -90,6 +92,13 @@ async def recover(slave: Slave, reports: TaskReports) -> None:
             recovered += 1
         except Exception as e:
             await lost_at_recovery(slave, key, raw, e)
+    # a task of a group that ended FAILED or KILLED while the rest were being restored
+    # killed those restored then: the rest are killed now (as `Slave._run_group` does
+    # once a group's tasks run)
+    for key in rejoined:
+        framework_id, task_id = key.partition("/")[::2]
+        if why := slave.groups.killed(framework_id, task_id):
+            slave.kill_sibling(framework_id, task_id, why)
     await slave.isolator.recover(containers)
     if recovered or len(slave.updates):
         slave.log.info("slave.recovered", tasks=recovered, owed_updates=len(slave.updates))

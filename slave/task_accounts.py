@@ -51,6 +51,16 @@ def login_name(principal: str, uid: int) -> str:
     return f"task-{uid}"
 
 
+def with_name(principal: str, user: TaskUser) -> TaskUser:
+    """`user` named (its tasks' $USER and $LOGNAME), unless an account has its uid (then
+    as it is): where its tasks have no mount namespace to bind account files in."""
+    try:
+        pwd.getpwuid(user.uid)
+        return user  # (an account's: its name is the account's)
+    except KeyError:
+        return replace(user, name=login_name(principal, user.uid))
+
+
 def with_accounts(
     directory: Path,
     principal: str,

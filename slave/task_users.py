@@ -212,7 +212,8 @@ class TaskUsers:
         accounts: Callable[[str, TaskUser], TaskUser] | None = None,
     ) -> None:
         """`accounts`: names a principal's user where no account has it, writing its
-        copies of the host's account files (`task_accounts.with_accounts`, blocking)."""
+        copies of the host's account files where its tasks bind them
+        (`task_accounts.with_accounts`, blocking; `with_name` where they cannot)."""
         self.uid_map, self.operator, self.cluster = uid_map, operator, cluster
         self._accounts = accounts
         # (an operator's uid that no account has is named by its first look-up)

@@ -14,12 +14,13 @@ import functools
 import os
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from slave.confine import Confinement, probe
 from slave.sandbox import PASSABLE, PRIVATE
-from slave.task_accounts import ACCOUNTS_DIR, with_accounts
+from slave.task_accounts import ACCOUNTS_DIR, with_accounts, with_name
 from slave.task_users import TaskUser, TaskUsers, UidMap
 
 WORK_DIR_FILES = 0o600  # its journals, its id, its executor key: the slave's alone
@@ -72,8 +73,9 @@ async def start_tenancy(config: Any, log: Any) -> Tenancy:
     if confinement.users:
         uid_map = UidMap.at(config.task_uid_map, config.task_uids)
         # a user no account has is named in its tasks' own /etc/passwd, which needs their
-        # mount namespace (the PID namespace's) to be bound in
-        accounts = None
+        # mount namespace (the PID namespace's) to be bound in; without one, in $USER and
+        # $LOGNAME alone
+        accounts: Callable[[str, TaskUser], TaskUser] = with_name
         if confinement.pid_namespace:
             accounts = functools.partial(with_accounts, Path(config.work_dir) / ACCOUNTS_DIR)
         users = TaskUsers(uid_map, config.task_users, config.cluster, accounts)

@@ -40,7 +40,7 @@ from protocol.wire.messages import (
     Update,
     new_id,
 )
-from protocol.wire.reservations import DESTROY, NON_SPECULATIVE
+from protocol.wire.reservations import DESTROY, NON_SPECULATIVE, is_shared
 from protocol.wire.resources import Resources
 from protocol.wire.topics import check_segment
 
@@ -207,14 +207,13 @@ class Accepts:
                 task = task.model_copy(update={"role": role})
                 task_map = None if task_map is None else {**task_map, "role": role}
             executor = room.take(task)
-            started = None
+            started = None if executor is None else (slave_id, executor.executor_id)
+            progress.took([task], started, executor.resources if executor else None)
             if executor is not None:  # its own resources stay the framework's until it exits
-                started = (slave_id, executor.executor_id)
-                fw.executors[started] = executor.resources
+                fw.executors[(slave_id, executor.executor_id)] = executor.resources
                 if role is not None:
-                    fw.executor_roles[started] = role
+                    fw.executor_roles[(slave_id, executor.executor_id)] = role
             self._launch(fw, task, slave_id, now)
-            progress.booked(task, started)
             launched.append(task)
             maps.append(task_map)
         groups: list[tuple[TaskGroup, list[TaskInfo], bool]] = []  # (group, tasks, starts)
@@ -230,8 +229,10 @@ class Accepts:
                     )
                     progress.refused(task.task_id)
                 continue
-            room = progress.room = tried  # (its room taken: its executor's, if new, each task's)
             key = (slave_id, group.executor_id)
+            new = group.executor_id not in room.running  # (its room taken in `tried`)
+            room = progress.room = tried  # (its room taken: its executor's, if new, each task's)
+            progress.took(group.tasks, key if new else None, group.executor_resources)
             starts = fw.keeps_executor(key, group.executor_resources, role)
             fw.group_executors.add(key)
             tasks = [
@@ -240,7 +241,6 @@ class Accepts:
             ]
             for task in tasks:
                 self._launch(fw, task, slave_id, now)
-                progress.booked(task, key if starts else None)
             groups.append((group, tasks, starts))
         if room.copies:  # tasks sharing a volume: a copy each, past the offer's
             extra = Resources.from_millis(room.copies)
@@ -324,22 +324,40 @@ class Accepts:
             error=logs.clip(repr(error), 300),
         )
         why = "the master failed to launch it (its error is in the master's log)"
-        for task_id in progress.unsent:  # booked: their end frees them, as any task's
-            self.updates.from_master(
-                fw, task_id, slave_id, TaskState.ERROR, Reason.TASK_INVALID, why
-            )
-        for key in progress.unsent_executors():  # started for them: nothing runs there
-            held = fw.executors.pop(key, None)
+        # a task taken out of the offers is in the books or not: `_task_problem` let no
+        # id of a live task by, so a live one of its id is this one
+        booked = {tid for tid in progress.taken if fw.live(tid)}
+        held = {
+            key
+            for task in msg.all_tasks()
+            if fw.live(task.task_id)
+            for key in task.resources.millis
+            if is_shared(key)
+        }
+        back = progress.give_back(booked, held)  # (their room: with the offers' rest)
+        for task_id, task in progress.taken.items():
+            if task_id in booked:  # their end frees them, as any task's
+                self.updates.from_master(
+                    fw, task_id, slave_id, TaskState.ERROR, Reason.TASK_INVALID, why
+                )
+            else:
+                self.refuse_launch(fw, task, TaskState.ERROR, Reason.TASK_INVALID, why)
+        for key, room in progress.unsent_executors().items():  # nothing runs there
+            executor = fw.executors.pop(key, None)
             executor_role = fw.executor_roles.pop(key, None)
             fw.group_executors.discard(key)
-            if held is not None:
-                self.allocator.recover(fw.framework_id, slave_id, held, role=executor_role)
+            if executor is not None:
+                self.allocator.recover(fw.framework_id, slave_id, executor, role=executor_role)
+            else:  # (its room taken, itself not booked)
+                back = back + room
         for task in msg.all_tasks():  # never reached (a live task of its id is another's)
             tid = task.task_id
-            if tid not in progress.told and tid not in progress.unsent and not fw.live(tid):
+            if tid not in progress.told and tid not in progress.taken and not fw.live(tid):
                 self.refuse_launch(fw, task, TaskState.ERROR, Reason.TASK_INVALID, why)
         if not progress.declined:  # (with no filter: it is offered again, as it was)
-            self.cycle.decline(fw.framework_id, slave_id, progress.room.left, None, now, role)
+            back = progress.room.left + back
+        if back:
+            self.cycle.decline(fw.framework_id, slave_id, back, None, now, role)
         self.request_round()
         self.outbox.refuse(
             caller,
