@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cluster.local.reaching import CONNECT_TRIES, bus_failure
+from frameworks.calls import unauthenticated_principal
 from protocol.tooling.brokers import BrokerURL
 from protocol.tooling.cli import broker_option, broker_url, cluster_option, log_level_default
 from protocol.tooling.terminal import printable
@@ -43,6 +44,11 @@ async def fetch_why(
     connect = MqttConnector(url) if isinstance(url, BrokerURL) else url
     topics = Topics(cluster)
     principal = connect.principal or kind
+    unproven = connect.principal is None and kind == "framework"
+    if unproven:
+        # without credentials a framework's principal is its name (unproven): ask as the
+        # one a framework of that name registered as (the master answers its own only)
+        principal = unauthenticated_principal(framework)
     request_id = uuid.uuid4().hex
     inbox = (
         topics.operator(principal)
@@ -57,7 +63,13 @@ async def fetch_why(
         if isinstance(message, Why) and message.request_id == request_id:
             answer.set_result(message)
         elif isinstance(message, Error) and message.about == AskWhy.TYPE:
-            answer.set_exception(click.ClickException(f"{message.code}: {message.message}"))
+            said = f"{message.code}: {message.message}"
+            if unproven and message.code == "unknown-framework":
+                said += (
+                    " (on a cluster without credentials --as framework asks as the "
+                    "principal a framework's name makes: give its name, not its id)"
+                )
+            answer.set_exception(click.ClickException(said))
 
     bus = connect(name="why", inbox=inbox, will=None)
     await bus.start(tries=tries)
