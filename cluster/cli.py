@@ -22,6 +22,7 @@ from protocol.tooling.cli import (
     cluster_option,
     log_level_default,
     log_level_option,
+    timeout_option,
 )
 from protocol.wire.codec import describe_validation
 
@@ -67,9 +68,20 @@ def main() -> None:
 
 @click.command()
 @click.option(
-    "--kind", type=click.Choice(["embedded", "mosquitto"]), default="embedded", show_default=True
+    "--kind",
+    type=click.Choice(["embedded", "mosquitto"]),
+    default="embedded",
+    show_default=True,
+    help="embedded: amqtt in this process (nothing to install); mosquitto: a local "
+    "mosquitto this command starts and stops.",
 )
-@click.option("--port", type=int, default=1883, show_default=True)
+@click.option(
+    "--port",
+    type=int,
+    default=1883,
+    show_default=True,
+    help="The port it listens on, on 127.0.0.1.",
+)
 @click.option(
     "--auth",
     "auth_dir",
@@ -138,7 +150,7 @@ async def _reload_on_change(b: object, auth_dir: Path | None, stop: asyncio.Even
 @broker_option()
 @cluster_option
 @click.option("--json", "as_json", is_flag=True, help="Print the raw snapshot as JSON.")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def state(broker: str, cluster: str, as_json: bool, timeout: float) -> None:
     """Print the master's latest state snapshot (frameworks, slaves, shares)."""

@@ -17,7 +17,13 @@ from rich.text import Text
 from cluster.local.reaching import CONNECT_TRIES, bus_failure
 from frameworks.calls import unauthenticated_principal
 from protocol.tooling.brokers import BrokerURL
-from protocol.tooling.cli import broker_option, broker_url, cluster_option, log_level_default
+from protocol.tooling.cli import (
+    broker_option,
+    broker_url,
+    cluster_option,
+    log_level_default,
+    timeout_option,
+)
 from protocol.tooling.terminal import printable
 from protocol.transport.aio import within
 from protocol.transport.base import BrokerUnreachable, Connector
@@ -150,7 +156,7 @@ def _figure(value: object) -> str:
     help="Ask as an operator principal (any framework) or as the framework's own principal.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def why(
     broker: str, cluster: str, framework: str, kind: str, as_json: bool, timeout: float

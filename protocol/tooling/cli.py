@@ -98,6 +98,19 @@ def broker_extras() -> dict[str, str | None]:
     return {"ca": meta.get("drfmesos.ca"), "secret_file": meta.get("drfmesos.secret_file")}
 
 
+def timeout_option(func: F) -> F:
+    """`--timeout` of an operator's command: how long it waits for the master, once it
+    has reached the broker (it does not wait for a broker: see cluster.local.reaching)."""
+    return click.option(
+        "--timeout",
+        type=float,
+        default=10.0,
+        show_default=True,
+        help="Seconds to wait for the master's answer once the broker is reached; then "
+        "the command says no master answered.",
+    )(func)
+
+
 def cluster_option(func: F) -> F:
     return click.option(
         "--cluster",

@@ -1,0 +1,39 @@
+"""`drfmesos SUBCOMMAND --help` says what each of its options does: a newcomer read
+`--timeout FLOAT  [default: 10.0]` under `drfmesos state`, `why`, `quota`, `slaves ...`
+(a timeout of what?), and a bare `--cpus FLOAT RANGE` under `drfmesos run`. The reference
+page (docs/reference/cli.md) is made from the same help, so it said no more."""
+
+from __future__ import annotations
+
+import click
+
+from cluster.cli import main
+
+
+def commands(group: click.Group, ctx: click.Context, path: str) -> list[tuple[str, click.Command]]:
+    found: list[tuple[str, click.Command]] = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
+        if isinstance(command, click.Group):
+            found += commands(command, click.Context(command, parent=ctx), f"{path} {name}")
+        else:
+            found.append((f"{path} {name}", command))
+    return found
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    silent = [
+        f"{path} {'/'.join(param.opts)}"
+        for path, command in commands(main, click.Context(main), "drfmesos")
+        for param in command.params
+        if isinstance(param, click.Option) and not param.hidden and not param.help
+    ]
+    assert not silent, silent
+
+
+def test_the_operators_timeout_says_what_it_waits_for() -> None:
+    state = main.get_command(click.Context(main), "state")
+    assert state is not None
+    text = state.get_help(click.Context(state, info_name="state"))
+    assert "Seconds to wait for the master's answer" in text
