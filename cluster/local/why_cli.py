@@ -72,8 +72,9 @@ async def fetch_why(
             said = f"{message.code}: {message.message}"
             if unproven and message.code == "unknown-framework":
                 said += (
-                    " (on a cluster without credentials --as framework asks as the "
-                    "principal a framework's name makes: give its name, not its id)"
+                    " (--as framework without credentials asks as the principal the name "
+                    "makes, a drfmesos run's or an SDK framework's: not an id's, nor a Mesos "
+                    "API framework's; leave --as out, and ask as the operator)"
                 )
             answer.set_exception(click.ClickException(said))
 
