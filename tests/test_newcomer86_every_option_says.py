@@ -1,11 +1,15 @@
-"""`drfmesos SUBCOMMAND --help` says what each of its options does: a newcomer read
+"""`drfmesos SUBCOMMAND --help` says what each of its options does, and a value that
+does not parse is refused naming its option: a newcomer read
 `--timeout FLOAT  [default: 10.0]` under `drfmesos state`, `why`, `quota`, `slaves ...`
 (a timeout of what?), and a bare `--cpus FLOAT RANGE` under `drfmesos run`. The reference
 page (docs/reference/cli.md) is made from the same help, so it said no more."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+from click.testing import CliRunner
 
 from cluster.cli import main
 
@@ -37,3 +41,20 @@ def test_the_operators_timeout_says_what_it_waits_for() -> None:
     assert state is not None
     text = state.get_help(click.Context(state, info_name="state"))
     assert "Seconds to wait for the master's answer" in text
+
+
+def test_a_slave_value_that_does_not_parse_names_its_option(tmp_path: Path) -> None:
+    """`drfmesos slave --resources 'cpus=2;mem=2048'` (a Mesos agent's `cpus:2`, misremembered)
+    said 'Invalid value: expected name:amount...', naming no option among the slave's
+    thirty; each of its parsed options is named now."""
+    work = ["--work-dir", str(tmp_path / "slave"), "--broker", "mqtt://127.0.0.1:1"]
+    for option, value in (
+        ("--resources", "cpus=2;mem=2048"),
+        ("--resources", "cpus:2;fpgas:1"),  # (a custom one, not declared)
+        ("--attributes", "rack"),
+        ("--task-env", "=VALUE"),  # (no name)
+    ):
+        done = CliRunner().invoke(main, ["slave", option, value, *work])
+        assert done.exit_code == 2, (option, value, done.output)
+        assert f"Invalid value for {option}" in done.output, done.output
+    assert not (tmp_path / "slave").exists()  # (refused before anything is made)
