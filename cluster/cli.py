@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import importlib
 import json
 import sys
@@ -45,6 +46,19 @@ class Commands(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         load = SUBCOMMANDS.get(cmd_name)
         return None if load is None else load()
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command says which one was likely meant: a typo's nearest, or
+        Mesos's word for it (`agent` is `slave` here)."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in SUBCOMMANDS:
+            if (ours := MESOS_WORDS.get(name)) is not None:
+                ctx.fail(f"No such command {name!r}: Mesos's {name} is {ours!r} here.")
+            if like := difflib.get_close_matches(name, list(SUBCOMMANDS), n=1):
+                ctx.fail(f"No such command {name!r}. Did you mean {like[0]!r}?")
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -191,6 +205,14 @@ def _framework() -> click.Command:
         framework.add_command(experiment_framework)
     return framework
 
+
+# a Mesos user's word for a command, and ours
+MESOS_WORDS = {
+    "agent": "slave",
+    "agents": "slaves",
+    "mesos-execute": "run",
+    "maintenance": "slaves",
+}
 
 SUBCOMMANDS: dict[str, Callable[[], click.Command]] = {
     "auth": _from("cluster.local.auth_cli", "auth"),

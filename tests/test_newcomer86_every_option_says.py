@@ -1,5 +1,6 @@
-"""`drfmesos SUBCOMMAND --help` says what each of its options does, and a value that
-does not parse is refused naming its option: a newcomer read
+"""The drfmesos command as a newcomer types it: `--help` says what each option does, a
+value that does not parse is refused naming its option, and an unknown command says
+which was meant. A newcomer read
 `--timeout FLOAT  [default: 10.0]` under `drfmesos state`, `why`, `quota`, `slaves ...`
 (a timeout of what?), and a bare `--cpus FLOAT RANGE` under `drfmesos run`. The reference
 page (docs/reference/cli.md) is made from the same help, so it said no more."""
@@ -58,3 +59,21 @@ def test_a_slave_value_that_does_not_parse_names_its_option(tmp_path: Path) -> N
         assert done.exit_code == 2, (option, value, done.output)
         assert f"Invalid value for {option}" in done.output, done.output
     assert not (tmp_path / "slave").exists()  # (refused before anything is made)
+
+
+def test_an_unknown_command_says_which_was_meant() -> None:
+    """`drfmesos agent` (a Mesos user's word) and `drfmesos stat` (a typo) said only
+    'No such command'."""
+    for typed, says in (
+        (["agent"], "Mesos's agent is 'slave' here"),
+        (["mesos-execute", "--", "true"], "Mesos's mesos-execute is 'run' here"),
+        (["stat"], "Did you mean 'state'?"),
+        (["qouta", "set"], "Did you mean 'quota'?"),
+    ):
+        done = CliRunner().invoke(main, typed)
+        assert done.exit_code == 2, done.output
+        assert f"No such command '{typed[0]}'" in done.output
+        assert says in done.output, done.output
+    done = CliRunner().invoke(main, ["zzz"])  # (nothing near: click's own words)
+    assert done.exit_code == 2
+    assert "No such command 'zzz'." in done.output
