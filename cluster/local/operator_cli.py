@@ -135,10 +135,19 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
 @timeout_option
 @log_level_default("warning")
 def teardown(broker: str, cluster: str, framework_id: str, timeout: float) -> None:
-    """Tear a framework down (an operator principal's call): its tasks are killed."""
+    """Tear a framework down (an operator principal's call): its tasks are killed.
+    FRAMEWORK_ID is its id, as Mesos's teardown takes (`drfmesos state` lists them)."""
     from cluster.local.view import removed
 
-    _call(broker, cluster, Teardown(framework_id=framework_id), removed(framework_id), timeout)
+    try:
+        _call(broker, cluster, Teardown(framework_id=framework_id), removed(framework_id), timeout)
+    except click.ClickException as e:
+        if e.message.startswith("unknown-framework"):  # (a name given for its id, say)
+            e.message += (
+                " (teardown takes a framework's id, not its name: `drfmesos state` lists "
+                "each framework's id beside its name)"
+            )
+        raise
     click.echo(f"framework {framework_id} torn down")
 
 
