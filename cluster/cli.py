@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import importlib
 import json
 import sys
@@ -22,6 +23,7 @@ from protocol.tooling.cli import (
     cluster_option,
     log_level_default,
     log_level_option,
+    timeout_option,
 )
 from protocol.wire.codec import describe_validation
 
@@ -45,6 +47,19 @@ class Commands(click.Group):
         load = SUBCOMMANDS.get(cmd_name)
         return None if load is None else load()
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command says which one was likely meant: a typo's nearest, or
+        Mesos's word for it (`agent` is `slave` here)."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in SUBCOMMANDS:
+            if (ours := MESOS_WORDS.get(name)) is not None:
+                ctx.fail(f"No such command {name!r}: Mesos's {name} is {ours!r} here.")
+            if like := difflib.get_close_matches(name, list(SUBCOMMANDS), n=1):
+                ctx.fail(f"No such command {name!r}. Did you mean {like[0]!r}?")
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -67,9 +82,20 @@ def main() -> None:
 
 @click.command()
 @click.option(
-    "--kind", type=click.Choice(["embedded", "mosquitto"]), default="embedded", show_default=True
+    "--kind",
+    type=click.Choice(["embedded", "mosquitto"]),
+    default="embedded",
+    show_default=True,
+    help="embedded: amqtt in this process (nothing to install); mosquitto: a local "
+    "mosquitto this command starts and stops.",
 )
-@click.option("--port", type=int, default=1883, show_default=True)
+@click.option(
+    "--port",
+    type=int,
+    default=1883,
+    show_default=True,
+    help="The port it listens on, on 127.0.0.1.",
+)
 @click.option(
     "--auth",
     "auth_dir",
@@ -138,7 +164,7 @@ async def _reload_on_change(b: object, auth_dir: Path | None, stop: asyncio.Even
 @broker_option()
 @cluster_option
 @click.option("--json", "as_json", is_flag=True, help="Print the raw snapshot as JSON.")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def state(broker: str, cluster: str, as_json: bool, timeout: float) -> None:
     """Print the master's latest state snapshot (frameworks, slaves, shares)."""
@@ -179,6 +205,14 @@ def _framework() -> click.Command:
         framework.add_command(experiment_framework)
     return framework
 
+
+# a Mesos user's word for a command, and ours
+MESOS_WORDS = {
+    "agent": "slave",
+    "agents": "slaves",
+    "mesos-execute": "run",
+    "maintenance": "slaves",
+}
 
 SUBCOMMANDS: dict[str, Callable[[], click.Command]] = {
     "auth": _from("cluster.local.auth_cli", "auth"),

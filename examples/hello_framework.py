@@ -16,6 +16,7 @@ task is a new task with a new id.
 
 import argparse
 import asyncio
+import sys
 
 from frameworks import (
     BrokerURL,
@@ -85,3 +86,6 @@ if __name__ == "__main__":
         asyncio.run(driver.run())
     except DriverError as e:  # refused, or no broker or master: said, not a traceback
         raise SystemExit(f"hello: {e}") from None
+    except KeyboardInterrupt:  # Ctrl-C: asyncio.run cancelled the driver, which closed
+        print("hello: stopped", file=sys.stderr)
+        raise SystemExit(130) from None  # (128 + SIGINT, as a shell says it)

@@ -18,6 +18,7 @@ listens, and runs until interrupted.
 
 import argparse
 import asyncio
+import sys
 
 from frameworks import (
     BrokerURL,
@@ -130,3 +131,6 @@ if __name__ == "__main__":
         asyncio.run(main())
     except DriverError as e:  # refused, or no broker or master: said, not a traceback
         raise SystemExit(f"web-service: {e}") from None
+    except KeyboardInterrupt:  # Ctrl-C: asyncio.run cancelled the driver, which closed
+        print("web-service: stopped", file=sys.stderr)
+        raise SystemExit(130) from None  # (128 + SIGINT, as a shell says it)

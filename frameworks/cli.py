@@ -184,8 +184,10 @@ def drf_demo(
 @framework.command("command")
 @common_framework_options
 @click.option("--cmd", "command", required=True, help="The shell command each task runs.")
-@click.option("--count", type=click.IntRange(1), default=1, show_default=True)
-@click.option("--resources", default="cpus:0.1;mem:32", show_default=True)
+@click.option("--count", type=click.IntRange(1), default=1, show_default=True, help="Tasks to run.")
+@click.option(
+    "--resources", default="cpus:0.1;mem:32", show_default=True, help="Each task's resources."
+)
 def command_framework(
     broker: str,
     cluster: str,
@@ -222,17 +224,26 @@ def command_framework(
 
 @framework.command("journaled")
 @common_framework_options
-@click.option("--journal", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--journal",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The file it journals its launches and updates to, and recovers from.",
+)
 @click.option(
     "--witness-dir",
     type=click.Path(file_okay=False, path_type=Path),
     required=True,
     help="Where each task marks that it ran (a task that runs twice says so here).",
 )
-@click.option("--size", type=click.IntRange(1), default=4, show_default=True)
-@click.option("--resources", default="cpus:0.5;mem:64", show_default=True)
+@click.option(
+    "--size", type=click.IntRange(1), default=4, show_default=True, help="Tasks kept running."
+)
+@click.option(
+    "--resources", default="cpus:0.5;mem:64", show_default=True, help="Each task's resources."
+)
 @click.option("--task-duration", default="1-3", show_default=True, help="Seconds: N or lo-hi.")
-@click.option("--seed", type=int, default=None)
+@click.option("--seed", type=int, default=None, help="Task durations drawn from this seed.")
 @click.option(
     "--stop-file",
     type=click.Path(dir_okay=False, path_type=Path),

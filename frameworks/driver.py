@@ -28,6 +28,7 @@ from frameworks.calls import (
 )
 from frameworks.errors import DriverError
 from frameworks.framework_update import Updater
+from frameworks.master_silence import MasterSilence
 from frameworks.scheduler import Scheduler
 from frameworks.task_files import TaskFiles
 from frameworks.why import NO_OFFER_WARNING, NoOfferWatch, WhyAsker
@@ -191,6 +192,10 @@ class SchedulerDriver:
         self._updater = Updater(self._call)  # its updates of itself, answered
         self._drought = NoOfferWatch(self.why, lambda: self.log, no_offer_warning or 0.0)
         self._drought_watch: asyncio.Task[None] | None = None  # runs it (if no_offer_warning)
+        self._silence = MasterSilence(
+            lambda: self.log, self.topics.cluster, lambda: bool(self.bus and self.bus.connected)
+        )
+        self._silence_watch: asyncio.Task[None] | None = None  # runs it
         self._events: asyncio.Queue[functools.partial[Awaitable[None]]] = asyncio.Queue()
         self._callbacks: asyncio.Task[None] | None = None  # runs them, one at a time
 
@@ -224,6 +229,7 @@ class SchedulerDriver:
         self._callbacks = asyncio.create_task(self._run_callbacks(), name="driver-callbacks")
         if self._drought.after:
             self._drought_watch = asyncio.create_task(self._drought.run(), name="driver-no-offers")
+        self._silence_watch = asyncio.create_task(self._silence.run(), name="driver-silence")
         await bus.subscribe(self.inbox, d)
         await LeaderWatch.on(bus, self.topics, self._on_leader)
         bus.on_connect(self._subscribe)
@@ -280,6 +286,7 @@ class SchedulerDriver:
         if self._subscribed.is_set():
             self._subscribed.clear()
             self._drought.subscribed(False)
+            self._silence.unsubscribed()
             await self.scheduler.disconnected(self)
         delay = 0.5
         patience = Patience()  # (the bus says when it is the broker that is missing)
@@ -352,6 +359,9 @@ class SchedulerDriver:
         if self._drought_watch is not None:
             await cancel_and_wait(self._drought_watch)
             self._drought_watch = None
+        if self._silence_watch is not None:
+            await cancel_and_wait(self._silence_watch)
+            self._silence_watch = None
         if self._watching is not None and self._watching is not asyncio.current_task():
             await cancel_and_wait(self._watching)
         self._watching = None
@@ -683,6 +693,7 @@ class SchedulerDriver:
         self.offers.clear()  # offers from before a reconnect were rescinded
         self._subscribed.set()
         self._drought.subscribed()
+        self._silence.subscribed(msg.heartbeat_interval_seconds)
         self.log.info("framework.subscribed", resubscribed=msg.resubscribed)
         if first and not msg.resubscribed:
             await self.scheduler.registered(self, msg.framework_id, msg.master_id)
@@ -765,7 +776,7 @@ class SchedulerDriver:
         await self.scheduler.preempting(self, msg)
 
     async def _on_heartbeat(self, msg: Heartbeat, _r: str | None) -> None:
-        pass  # liveness only
+        self._silence.heard()  # (liveness only: frameworks.master_silence)
 
 
 def capabilities_of(

@@ -9,6 +9,7 @@ import signal
 import socket
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -137,6 +138,15 @@ def raise_fd_limit(slaves: int) -> None:
                 "the hard limit (ulimit -Hn, LimitNOFILE)",
             )
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+@contextlib.contextmanager
+def bad_parameter(option: str) -> Iterator[None]:
+    """A value of `option` that does not parse: click's usage error, naming the option."""
+    try:
+        yield
+    except (ResourceError, ValueError) as e:
+        raise click.BadParameter(str(e), param_hint=option) from None
 
 
 @click.command()
@@ -374,18 +384,22 @@ def slave(
     from slave.task_env import parse_task_env
     from slave.task_users import load_operator_users, parse_uid_range
 
-    try:
+    with bad_parameter("--resources"):
         offered, values = slave_resources(resources)
+    with bad_parameter("--attributes"):
         attrs = parse_attributes(attributes)
+    with bad_parameter("--task-uids"):
         uids = parse_uid_range(task_uids)
+    with bad_parameter("--task-users"):
         users = load_operator_users(task_users, uids) if task_users else {}
+    with bad_parameter("--task-env"):
         env = parse_task_env(task_env)
-    except (ResourceError, ValueError) as e:
-        raise click.BadParameter(str(e)) from None
     try:
         offered.check_names(n.strip() for n in custom_resources.split(",") if n.strip())
     except ResourceError as e:
-        raise click.BadParameter(f"{e} (a custom resource: --custom-resources)") from None
+        raise click.BadParameter(
+            f"{e} (a custom resource: --custom-resources)", param_hint="--resources"
+        ) from None
     host = hostname or socket.gethostname()
     if count > 1:
         raise_fd_limit(count)

@@ -23,6 +23,9 @@ from slave.isolator import Container
 from slave.keyrings import own_session_keyring
 from slave.runners import CommandRunner, Run, still_running
 
+NOT_YET = "the task has not started yet"
+GONE = "the task is not running"
+
 
 @dataclass(frozen=True)
 class TaskProcess:
@@ -51,9 +54,12 @@ class CommandProbe:
         if run.confinement.pid_namespace:
             pid, started_at = task.runner.pid, task.runner.started_at
             # (its pid, once reaped, may be another's: then nothing is entered)
-            init = namespace_init(pid) if pid and still_running(pid, started_at) else None
+            alive = bool(pid) and still_running(pid or 0, started_at)
+            init = namespace_init(pid) if alive else None
             if init is None:
-                return "the task is not running"
+                # (a check with no delay may come before the task's first process: said
+                # as such, not as a task that is gone)
+                return NOT_YET if alive or pid is None else GONE
         env = {**task.env, **self.check.environment}
         return run.confinement.check(
             self.check.value, run.user, env, join,

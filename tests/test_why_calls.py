@@ -150,6 +150,25 @@ async def test_a_tenant_may_ask_only_about_its_own(cluster: InProcess) -> None:
         assert ops.top.code == WhyCode.MIN_OFFER_FITS_NO_SLAVE
 
 
+async def test_a_framework_asks_about_itself_by_name_on_a_cluster_without_credentials(
+    cluster: InProcess,
+) -> None:
+    """`drfmesos why NAME --as framework` on a cluster without credentials (the
+    first-framework tutorial's, where run.md sends a `drfmesos run` user): a framework's
+    principal there is its name, so the command asks as that one and is answered. An id
+    names no principal: the refusal says to ask as the operator instead."""
+    async with framework(cluster, "big", min_offer=[Resources(cpus=3)]) as driver:
+        mine = await fetch_why(cluster.connect, CLUSTER, "big", kind="framework", timeout=5)
+        assert mine.framework_id == driver.framework_id
+        assert mine.top is not None
+        assert mine.top.code == WhyCode.MIN_OFFER_FITS_NO_SLAVE
+        assert driver.framework_id
+        with pytest.raises(click.ClickException, match="leave --as out, and ask as the operator"):
+            await fetch_why(
+                cluster.connect, CLUSTER, driver.framework_id, kind="framework", timeout=5
+            )
+
+
 async def test_a_driver_asking_about_an_unknown_framework_hears_it(cluster: InProcess) -> None:
     async with framework(cluster, "x") as driver:
         driver.framework_id = "not-mine"  # (as if the master had forgotten it)

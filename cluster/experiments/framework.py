@@ -169,10 +169,22 @@ async def run_experiment_framework(
 @click.command("experiment")
 @broker_option()
 @cluster_option
-@click.option("--spec", "spec_path", type=click.Path(exists=True, path_type=Path), required=True)
+@click.option(
+    "--spec",
+    "spec_path",
+    type=click.Path(exists=True, path_type=Path),
+    required=True,
+    help="The experiment spec (YAML) whose framework --name this plays.",
+)
 @click.option("--name", required=True, help="Which of the spec's frameworks to play.")
 @click.option("--t0", type=float, required=True, help="Wall-clock start of the run (epoch s).")
-@click.option("--time-scale", type=float, default=1.0, show_default=True)
+@click.option(
+    "--time-scale",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Every duration of the spec multiplied by this (0.05: twenty times shorter).",
+)
 @click.option(
     "--stats",
     type=click.Path(path_type=Path),

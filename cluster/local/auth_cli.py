@@ -43,7 +43,13 @@ def init(directory: Path, hostnames: tuple[str, ...]) -> None:
 @auth.command("add")
 @store_dir
 @click.argument("name")
-@click.option("--kind", type=click.Choice(KINDS), required=True)
+@click.option(
+    "--kind",
+    type=click.Choice(KINDS),
+    required=True,
+    help="What it may do: run a master, a slave, frameworks (in its --roles), or an "
+    "operator's calls (state, weights, quota, drains).",
+)
 @click.option(
     "--roles",
     default="",

@@ -14,7 +14,13 @@ from typing import TypeVar
 
 import click
 
-from protocol.tooling.cli import broker_option, broker_url, cluster_option, log_level_default
+from protocol.tooling.cli import (
+    broker_option,
+    broker_url,
+    cluster_option,
+    log_level_default,
+    timeout_option,
+)
 from protocol.transport.base import BrokerUnreachable, BusClosed
 from protocol.wire.messages import ClusterEvent, SetQuota, SetWeights, Teardown, Wire
 from protocol.wire.resources import Limit, ResourceError, Resources
@@ -126,13 +132,22 @@ def events(broker: str, cluster: str, as_json: bool, seconds: float | None) -> N
 @broker_option()
 @cluster_option
 @click.argument("framework_id")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def teardown(broker: str, cluster: str, framework_id: str, timeout: float) -> None:
-    """Tear a framework down (an operator principal's call): its tasks are killed."""
+    """Tear a framework down (an operator principal's call): its tasks are killed.
+    FRAMEWORK_ID is its id, as Mesos's teardown takes (`drfmesos state` lists them)."""
     from cluster.local.view import removed
 
-    _call(broker, cluster, Teardown(framework_id=framework_id), removed(framework_id), timeout)
+    try:
+        _call(broker, cluster, Teardown(framework_id=framework_id), removed(framework_id), timeout)
+    except click.ClickException as e:
+        if e.message.startswith("unknown-framework"):  # (a name given for its id, say)
+            e.message += (
+                " (teardown takes a framework's id, not its name: `drfmesos state` lists "
+                "each framework's id beside its name)"
+            )
+        raise
     click.echo(f"framework {framework_id} torn down")
 
 
@@ -146,7 +161,7 @@ def teardown(broker: str, cluster: str, framework_id: str, timeout: float) -> No
     default=None,
     help="e.g. cpus:10 (resources not named: no limit; cpus:0 freezes the role's cpus)",
 )
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def quota_set(
     broker: str, cluster: str, role: str, guarantee: str | None, limit: str | None, timeout: float
@@ -167,7 +182,7 @@ def quota_set(
 @broker_option()
 @cluster_option
 @click.argument("role")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def quota_remove(broker: str, cluster: str, role: str, timeout: float) -> None:
     """Clear ROLE's quota."""
@@ -184,7 +199,7 @@ def weights() -> None:
 @broker_option()
 @cluster_option
 @click.argument("assignments")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def weights_set(broker: str, cluster: str, assignments: str, timeout: float) -> None:
     """Set roles' weights: ROLE=W[,ROLE=W...] (any node of the role tree)."""
@@ -202,7 +217,7 @@ def weights_set(broker: str, cluster: str, assignments: str, timeout: float) -> 
 @weights.command("list")
 @broker_option()
 @cluster_option
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def weights_list(broker: str, cluster: str, timeout: float) -> None:
     """Every role's weight and promise, as the master's state shows them."""

@@ -7,7 +7,8 @@ same cause:
   unreachable, no answer, TLS failing), at once (a command tries CONNECT_TRIES times,
   a fraction of a second, where a party started before its broker waits for it);
 - the broker refused the credentials, or its certificate is not trusted;
-- the principal taken over by another connection, or dropped for what it published;
+- the principal taken over by another connection, or dropped for what it published (then,
+  as when no master answers, it adds that a command takes an operator principal);
 - a broker but no master answering: that, after the --timeout it names.
 """
 
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 import click
 
 from protocol.tooling.brokers import BrokerURL
-from protocol.transport.base import BrokerUnreachable, BusClosed, BusRefused, ConnectedElsewhere
+from protocol.transport.base import BrokerUnreachable, BusClosed, PublishDropped
 
 T = TypeVar("T")
 
@@ -45,9 +46,9 @@ def bus_failure(error: BrokerUnreachable | BusClosed, url: BrokerURL) -> str:
     """What the bus met, said to the person who ran the command."""
     if isinstance(error, BrokerUnreachable):
         return f"{error}; --broker (or DRFMESOS_BROKER) says where it is"
-    if isinstance(error, BusRefused) and not isinstance(error, ConnectedElsewhere):
-        return f"{error}{operator_hint(url)}"
-    return str(error)
+    if isinstance(error, PublishDropped):  # (the broker's ACL: not an operator's topics)
+        return f"{error}.{operator_hint(url)}"
+    return str(error)  # (refused credentials, an untrusted certificate: nothing of kinds)
 
 
 def no_master(url: BrokerURL, cluster: str, awaited: str, timeout: float) -> str:

@@ -9,7 +9,7 @@ import click
 from pydantic import ValidationError
 
 from cluster.local.operator_cli import _call
-from protocol.tooling.cli import broker_option, cluster_option, log_level_default
+from protocol.tooling.cli import broker_option, cluster_option, log_level_default, timeout_option
 from protocol.wire.codec import describe_validation
 from protocol.wire.messages import ClusterEvent, OfferOperation, OperateResources
 from protocol.wire.reservations import ReservationError, as_dynamic
@@ -61,7 +61,7 @@ def _command(kind: str, doc: str) -> click.Command:
     @cluster_option
     @click.argument("slave_id")
     @click.argument("resources", metavar="RESOURCES")
-    @click.option("--timeout", type=float, default=10.0, show_default=True)
+    @timeout_option
     @log_level_default("warning")
     def command(broker: str, cluster: str, slave_id: str, resources: str, timeout: float) -> None:
         _operate(broker, cluster, slave_id, kind, resources, timeout)
@@ -100,7 +100,7 @@ volumes.add_command(
 @click.argument("slave_id")
 @click.argument("volume", metavar="VOLUME")
 @click.argument("addition", metavar="ADDITION")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def grow(
     broker: str, cluster: str, slave_id: str, volume: str, addition: str, timeout: float
@@ -121,7 +121,7 @@ def grow(
 @click.argument("slave_id")
 @click.argument("volume", metavar="VOLUME")
 @click.argument("subtract", type=float)
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def shrink(
     broker: str, cluster: str, slave_id: str, volume: str, subtract: float, timeout: float

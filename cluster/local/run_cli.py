@@ -68,9 +68,19 @@ def check_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
 )
 @broker_option()
 @cluster_option
-@click.option("--cpus", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True)
 @click.option(
-    "--mem", type=click.FloatRange(0, min_open=True), default=128.0, show_default=True, help="MB."
+    "--cpus",
+    type=click.FloatRange(0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Each instance's cpus.",
+)
+@click.option(
+    "--mem",
+    type=click.FloatRange(0, min_open=True),
+    default=128.0,
+    show_default=True,
+    help="Each instance's memory, in MB.",
 )
 @click.option(
     "--role",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 
 from cluster.local.operator_cli import _call
-from protocol.tooling.cli import broker_option, cluster_option, log_level_default
+from protocol.tooling.cli import broker_option, cluster_option, log_level_default, timeout_option
 from protocol.wire.messages import DeactivateSlave, DrainSlave, MarkSlaveGone, ReactivateSlave
 
 
@@ -20,7 +20,7 @@ def slaves() -> None:
 @broker_option()
 @cluster_option
 @click.argument("slave_id")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def slaves_gone(broker: str, cluster: str, slave_id: str, timeout: float) -> None:
     """Mark SLAVE_ID gone (Mesos's MARK_AGENT_GONE): its tasks end TASK_GONE_BY_OPERATOR
@@ -48,7 +48,7 @@ def slaves_gone(broker: str, cluster: str, slave_id: str, timeout: float) -> Non
     "[default: each task's own]",
 )
 @click.option("--mark-gone", is_flag=True, help="Once drained, mark it gone: it may not come back.")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def slaves_drain(
     broker: str,
@@ -77,7 +77,7 @@ def slaves_drain(
 @broker_option()
 @cluster_option
 @click.argument("slave_id")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def slaves_deactivate(broker: str, cluster: str, slave_id: str, timeout: float) -> None:
     """Offer SLAVE_ID to no one (its outstanding offers rescinded); its tasks run on."""
@@ -95,7 +95,7 @@ def slaves_deactivate(broker: str, cluster: str, slave_id: str, timeout: float) 
 @broker_option()
 @cluster_option
 @click.argument("slave_id")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def slaves_reactivate(broker: str, cluster: str, slave_id: str, timeout: float) -> None:
     """Offer SLAVE_ID again: a deactivated or DRAINED slave (not one still DRAINING)."""

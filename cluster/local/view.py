@@ -181,19 +181,23 @@ def render_state(state: State) -> Group:
             + (f" (starving {f.starving_seconds:.0f}s)" if f.starving_seconds is not None else ""),
         )
     roles = Table(title="roles", title_justify="left")
-    for col in ("role", "weight", "promise", "share", "guarantee", "limit", ""):
+    # (a note only when a guarantee cannot be met: no empty column, untitled, otherwise)
+    noted = any(r.unsatisfiable for r in state.roles)
+    columns = ["role", "weight", "promise", "share", "guarantee", "limit"]
+    for col in [*columns, "note"] if noted else columns:
         roles.add_column(col, justify="right" if col in ("weight", "promise", "share") else "left")
     for r in state.roles:
-        add_plain(
-            roles,
+        cells = [
             r.role,
             f"{r.weight:g}",
             f"{r.promise:.1%}" if r.promise is not None else "-",
             f"{r.share:.1%}",
             _res(r.guarantee),
             _res(r.limit),
-            f"unsatisfiable: {r.unsatisfiable}" if r.unsatisfiable else "",
-        )
+        ]
+        if noted:
+            cells.append(f"unsatisfiable: {r.unsatisfiable}" if r.unsatisfiable else "")
+        add_plain(roles, *cells)
     unlisted = state.slaves_registered - len(state.slaves)  # a big cluster's: counted only
     title = f"slaves ({unlisted:,} not listed: page /api/v1/slaves)" if unlisted else "slaves"
     slaves = Table(title=title, title_justify="left")

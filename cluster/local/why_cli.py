@@ -15,8 +15,15 @@ from rich.table import Table
 from rich.text import Text
 
 from cluster.local.reaching import CONNECT_TRIES, bus_failure
+from frameworks.calls import unauthenticated_principal
 from protocol.tooling.brokers import BrokerURL
-from protocol.tooling.cli import broker_option, broker_url, cluster_option, log_level_default
+from protocol.tooling.cli import (
+    broker_option,
+    broker_url,
+    cluster_option,
+    log_level_default,
+    timeout_option,
+)
 from protocol.tooling.terminal import printable
 from protocol.transport.aio import within
 from protocol.transport.base import BrokerUnreachable, Connector
@@ -43,6 +50,11 @@ async def fetch_why(
     connect = MqttConnector(url) if isinstance(url, BrokerURL) else url
     topics = Topics(cluster)
     principal = connect.principal or kind
+    unproven = connect.principal is None and kind == "framework"
+    if unproven:
+        # without credentials a framework's principal is its name (unproven): ask as the
+        # one a framework of that name registered as (the master answers its own only)
+        principal = unauthenticated_principal(framework)
     request_id = uuid.uuid4().hex
     inbox = (
         topics.operator(principal)
@@ -57,7 +69,14 @@ async def fetch_why(
         if isinstance(message, Why) and message.request_id == request_id:
             answer.set_result(message)
         elif isinstance(message, Error) and message.about == AskWhy.TYPE:
-            answer.set_exception(click.ClickException(f"{message.code}: {message.message}"))
+            said = f"{message.code}: {message.message}"
+            if unproven and message.code == "unknown-framework":
+                said += (
+                    " (--as framework without credentials asks as the principal the name "
+                    "makes, a drfmesos run's or an SDK framework's: not an id's, nor a Mesos "
+                    "API framework's; leave --as out, and ask as the operator)"
+                )
+            answer.set_exception(click.ClickException(said))
 
     bus = connect(name="why", inbox=inbox, will=None)
     await bus.start(tries=tries)
@@ -138,7 +157,7 @@ def _figure(value: object) -> str:
     help="Ask as an operator principal (any framework) or as the framework's own principal.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
-@click.option("--timeout", type=float, default=10.0, show_default=True)
+@timeout_option
 @log_level_default("warning")
 def why(
     broker: str, cluster: str, framework: str, kind: str, as_json: bool, timeout: float

@@ -48,6 +48,7 @@ from master.http.responses import (
     problem,
     secure_headers,
     serve_site,
+    unauthenticated,
 )
 from master.http.snapshot import SLAVE_SORTS, TASK_SORTS
 from master.http.turns import take_turn
@@ -201,9 +202,10 @@ class HttpApi:
                 headers = {} if request.headers.get("X-Requested-With") else {
                     "WWW-Authenticate": 'Basic realm="drfmesos"'}  # fmt: skip
                 self.refused_lines.refused("http.unauthorized", remote=request.remote, path=path)
+                said = unauthenticated(request.headers.get("Authorization"), "operator")
                 return web.Response(
                     status=401,
-                    text=json.dumps({"error": "operator credentials needed"}),
+                    text=json.dumps({"error": said}),
                     content_type="application/json",
                     headers=headers,
                 )

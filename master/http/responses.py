@@ -45,6 +45,18 @@ def problem(message: str, status: int) -> web.Response:
     return json_response({"error": message}, status)
 
 
+def unauthenticated(authorization: str | None, kind: str) -> str:
+    """Why a 401: no credentials, or credentials given and refused (a wrong secret, or a
+    principal the store does not know: one answer for both, which tells no one which
+    principals exist). `kind`: the principal's kind the page takes."""
+    if not authorization:
+        return f"{kind} credentials needed (HTTP Basic)"
+    return (
+        "the credentials given were refused: a wrong secret, or a principal the "
+        f"credentials store does not know ({kind} credentials needed, HTTP Basic)"
+    )
+
+
 async def serve_site(runner: web.AppRunner, config: HttpConfig) -> str:
     """Listen where `config` says (HTTPS with its certificate); the URL served."""
     await runner.setup()

@@ -26,6 +26,7 @@ from master.http.responses import (
     problem,
     secure_headers,
     serve_site,
+    unauthenticated,
 )
 from protocol import logs
 
@@ -85,7 +86,10 @@ class StandbyHttp:
         public = self.config.open_metrics or request.path in self.public_paths
         if self.auth is not None and not public:
             who = await self.auth.principal(request.headers.get("Authorization"), request.remote)
-            if who is None or who.kind != "operator":
+            if who is None:
+                said = unauthenticated(request.headers.get("Authorization"), "operator")
+                return problem(said, 401)
+            if who.kind != "operator":
                 return problem("operator credentials needed", 401)
         return await handler(request)
 

@@ -105,7 +105,10 @@ class BrokerURL:
         """For mqtts: verify the broker against `ca` (or the system's CAs)."""
         if not self.tls:
             return None
-        return ssl.create_default_context(cafile=self.ca)
+        try:
+            return ssl.create_default_context(cafile=self.ca)
+        except (OSError, ssl.SSLError) as e:  # (final: no attempt could trust the broker)
+            raise BrokerError(f"cannot read the CA certificate {self.ca}: {e}") from None
 
 
 def broker_from_env(url: str | None = None) -> BrokerURL:

@@ -85,17 +85,39 @@ def broker_option(default: str = "mqtt://127.0.0.1:1883") -> Callable[[F], F]:
 
 
 def broker_url(broker: str) -> BrokerURL:
-    """The URL `--broker` names, with `--ca` and `--secret-file` applied."""
+    """The URL `--broker` names, with `--ca` and `--secret-file` applied: a usage error
+    naming the option whose value is wrong (a secret file or a CA that cannot be read)."""
+    extras = broker_extras()
     try:
-        return BrokerURL.parse(broker, **broker_extras())
+        url = BrokerURL.parse(broker, **extras)
     except BrokerError as e:
-        raise click.BadParameter(str(e), param_hint="--broker") from None
+        wrong = "--secret-file" if str(e).startswith("cannot read the secret file") else "--broker"
+        raise click.BadParameter(str(e), param_hint=wrong) from None
+    if url.tls and url.ca is not None:
+        try:
+            url.ssl_context()
+        except BrokerError as e:
+            raise click.BadParameter(str(e), param_hint="--ca") from None
+    return url
 
 
 def broker_extras() -> dict[str, str | None]:
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta if ctx else {}
     return {"ca": meta.get("drfmesos.ca"), "secret_file": meta.get("drfmesos.secret_file")}
+
+
+def timeout_option(func: F) -> F:
+    """`--timeout` of an operator's command: how long it waits for the master, once it
+    has reached the broker (it does not wait for a broker: see cluster.local.reaching)."""
+    return click.option(
+        "--timeout",
+        type=float,
+        default=10.0,
+        show_default=True,
+        help="Seconds to wait for the master's answer once the broker is reached; then "
+        "the command says no master answered.",
+    )(func)
 
 
 def cluster_option(func: F) -> F:

@@ -53,6 +53,11 @@ class BusRefused(BusClosed):
     Retrying cannot help, so the bus stops and says why."""
 
 
+class PublishDropped(BusRefused):
+    """The broker kept closing the connection as it published one message: its ACL
+    forbids that topic to this principal (an operator's topic to a team's, say)."""
+
+
 class ConnectedElsewhere(BusRefused):
     """Another connection with this one's principal (or client id) kept taking it over:
     another process uses the same credentials. The bus gave up (see

@@ -38,7 +38,7 @@ from typing import Any, Self
 import aiomqtt
 
 from protocol import logs
-from protocol.tooling.brokers import BrokerURL
+from protocol.tooling.brokers import BrokerError, BrokerURL
 from protocol.transport.aio import cancel_and_wait, first_of, spawn_guarded, within
 from protocol.transport.backlog import StampedQueue
 from protocol.transport.base import (
@@ -462,6 +462,11 @@ class Bus:
                     for callback in self._on_connect:
                         spawn_guarded(callback(), self._background, self.log)
                     await self._pump(link)
+            except BrokerError as e:  # (its CA unreadable: no attempt can succeed)
+                self.log.error("bus.refused", broker=str(self.broker), reason=str(e))
+                self._attempted.set()
+                self._give_up(BusRefused(str(e)))
+                break
             except aiomqtt.MqttError as e:
                 if self._closing:
                     break

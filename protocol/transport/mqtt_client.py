@@ -134,10 +134,14 @@ def refusal(error: aiomqtt.MqttError, broker: BrokerURL) -> str | None:
     """Why a failed connection attempt is final, or None if it is worth retrying."""
     said = str(error).lower()
     if isinstance(error, aiomqtt.MqttCodeError) and ("authoriz" in said or "password" in said):
-        who = f"principal {broker.username!r}" if broker.username else "a connection without any"
+        if not broker.username:  # (a secret, or none, with no principal named)
+            return (
+                f"the broker at {broker.bare} refused a connection that names no principal "
+                f"({error}): name yours, as in {broker.scheme}://NAME@{broker.host}:{broker.port}"
+            )
         return (
-            f"the broker at {broker.bare} refused the credentials of {who} ({error}): "
-            "a wrong secret, or a principal it does not know"
+            f"the broker at {broker.bare} refused the credentials of principal "
+            f"{broker.username!r} ({error}): a wrong secret, or a principal it does not know"
         )
     cause = error.__cause__ or error.__context__
     if isinstance(cause, ssl.SSLCertVerificationError):

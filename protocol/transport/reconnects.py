@@ -34,7 +34,7 @@ from typing import Any
 import aiomqtt
 
 from protocol.tooling.brokers import BrokerURL
-from protocol.transport.base import BusRefused, ConnectedElsewhere
+from protocol.transport.base import BusRefused, ConnectedElsewhere, PublishDropped
 from protocol.transport.batching import Outgoing
 from protocol.transport.mqtt_client import broker_ended, refusal, unreachable
 
@@ -166,7 +166,7 @@ class Reconnects:
             )
             if ends >= FINAL_AT:
                 self.log.error("bus.dropped", broker=str(self.broker), detail=said)
-                return BusRefused(said)
+                return PublishDropped(said)
             self.log.warning("bus.dropped", broker=str(self.broker), detail=said)
         elif self._short >= TOLD_AT:
             final = ends >= FINAL_AT
