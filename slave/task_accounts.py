@@ -80,6 +80,9 @@ def with_accounts(
     except OSError:
         return user  # (a host with no such files: nothing to add a line to)
     name = login_name(principal, user.uid)
+    # (absolute: the task's first shell binds them from its sandbox, whatever the slave's
+    # --work-dir was relative to)
+    directory = directory.absolute()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(directory, 0o700)  # (root's alone, whatever made it before)
     entry = f"{name}:x:{user.uid}:{user.gid}:drfmesos principal {name}:{HOME}:{SHELL}\n"

@@ -103,3 +103,16 @@ async def test_a_task_is_told_its_principals_name_and_sees_no_other_tenants() ->
         for name in ("alice", "mallory"):  # the host's own files are untouched
             with pytest.raises(KeyError):
                 pwd.getpwnam(name)
+
+
+def test_the_copies_are_named_by_absolute_paths_whatever_the_work_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slave started with a relative --work-dir (the tutorial's `run/slave-1`): its
+    tasks' first shell binds the copies from their sandbox, not from the slave's cwd."""
+    passwd, group = _host_files(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    uid = _free_uid()
+    named = with_accounts(Path("run/slave-1/accounts"), "alice", TaskUser(uid, uid), passwd, group)
+    assert named.accounts is not None
+    assert all(Path(p).is_absolute() and Path(p).is_file() for p in named.accounts)
