@@ -156,6 +156,11 @@ async def test_bad_input_gets_a_json_4xx_and_changes_nothing(live: Live) -> None
         try:
             assert await nobody.subscribe(framework_info()) == 401
             assert await wrong.subscribe(framework_info()) == 401
+            # and each says which: none sent, or refused (a typo in the secret)
+            none_said = (await nobody.post({"type": "REVIVE"}))[1]["error"]
+            wrong_said = (await wrong.post({"type": "REVIVE"}))[1]["error"]
+            assert none_said == "framework credentials needed (HTTP Basic)"
+            assert wrong_said.startswith("the credentials given were refused: a wrong secret")
             assert await operator.subscribe(framework_info()) == 403
             assert await a.subscribe(framework_info("team-b")) == 403  # not its principal
             # the role ACL of --principals, as on the bus: team-a may not use team-b's role

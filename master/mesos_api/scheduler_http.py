@@ -34,6 +34,7 @@ from aiohttp import web
 
 from master.authz import Caller
 from master.http.log import RefusedLines
+from master.http.responses import unauthenticated
 from master.mesos_api import scheduler_events as events
 from master.mesos_api.scheduler_calls import (
     PREEMPTION_CAPABILITY,
@@ -291,11 +292,12 @@ class SchedulerApi:
             # a secret in the clear across a network: refused before it is even checked
             self.refused_lines.refused("mesos.plain_http_refused", remote=request.remote)
             return problem("credentials over plain HTTP on loopback only: use HTTPS", 403)
-        who = await self.auth.principal(request.headers.get("Authorization"), request.remote)
-        if who is None:
+        given = request.headers.get("Authorization")
+        who = await self.auth.principal(given, request.remote)
+        if who is None:  # (none given, or refused: said apart, as the master's own pages do)
             self.refused_lines.refused("mesos.unauthorized", remote=request.remote)
             return problem(
-                "framework credentials needed (HTTP Basic)",
+                unauthenticated(given, "framework"),
                 401,
                 **{"WWW-Authenticate": 'Basic realm="drfmesos"'},
             )
