@@ -13,14 +13,32 @@ from pathlib import Path
 
 import pytest
 
-from frameworks import Filters, Resources, Scheduler, SchedulerDriver, TaskState, build_task
+from frameworks import (
+    Filters,
+    Offer,
+    Resources,
+    Scheduler,
+    SchedulerDriver,
+    TaskInfo,
+    TaskState,
+    build_task,
+)
 from master.master import MasterConfig
+from protocol.wire.messages import DrainSlave
 
-from harness.helpers import InProcess, Recorder, books_balance, eventually, in_process_cluster
+from harness.helpers import (
+    InProcess,
+    Recorder,
+    books_balance,
+    eventually,
+    in_process_cluster,
+    open_transport,
+)
 
 CLUSTER = "groups87"
 EXECUTOR = Resources(cpus=0.1, mem=32)
 TASK = Resources(cpus=0.25, mem=32)
+KEEP_OUT = Filters(refuse_seconds=3600)
 pytestmark = pytest.mark.timeout(90)
 
 
@@ -126,5 +144,58 @@ async def test_a_group_reaching_its_slave_after_its_executor_ended_is_dropped_an
             slave.custom.tell_exited(*args)
         await eventually(lambda: not fw.executors)
         await eventually(lambda: held(cluster, fid, sid) == Resources())
+        assert slave.used() == Resources()
+        books_balance(cluster.master)
+
+
+def pod(offer: Offer) -> list[TaskInfo]:
+    return [
+        build_task(offer, "web", TASK, command="sleep 300", task_id="web"),
+        build_task(offer, "log", TASK, command="sleep 300", task_id="log"),
+    ]
+
+
+async def test_a_torn_down_frameworks_groups_and_their_executor_give_all_back(
+    cluster: InProcess,
+) -> None:
+    rec = Recorder()
+    slave = cluster.slaves[0]
+    async with framework(cluster, rec) as driver:
+        offer = await rec.offer_on(driver)
+        sid, fid = offer.slave_id, driver.framework_id or ""
+        await driver.launch_group([offer.offer_id], "pod", pod(offer), EXECUTOR, KEEP_OUT)
+        await rec.update("web", TaskState.RUNNING)
+        await rec.update("log", TaskState.RUNNING)
+    # (stopped: torn down) its tasks killed, its executor gone, nothing of it held anywhere
+    await eventually(lambda: fid not in cluster.master.books.frameworks)
+    await eventually(lambda: not slave.tasks)
+    await eventually(lambda: not cluster.master.books.dying.on(sid))
+    assert not slave.groups.executors
+    assert slave.used() == Resources()
+    assert cluster.master.allocator.held(fid, sid) == Resources()
+    books_balance(cluster.master)
+
+
+async def test_a_drained_slaves_groups_end_and_their_executor_gives_all_back(
+    cluster: InProcess,
+) -> None:
+    rec = Recorder()
+    slave = cluster.slaves[0]
+    async with contextlib.AsyncExitStack() as stack:
+        ops = await open_transport(stack, cluster.connect, "ops")
+        driver = await stack.enter_async_context(framework(cluster, rec))
+        offer = await rec.offer_on(driver)
+        sid, fid = offer.slave_id, driver.framework_id or ""
+        await driver.launch_group([offer.offer_id], "pod", pod(offer), EXECUTOR, KEEP_OUT)
+        await rec.update("web", TaskState.RUNNING)
+        await rec.update("log", TaskState.RUNNING)
+        drain = DrainSlave(slave_id=sid, max_grace_period=1.0)
+        await ops.publish(cluster.topics.inbound("operator", "ops"), drain)
+        for task_id in ("web", "log"):
+            await rec.update(task_id, TaskState.KILLED)
+        fw = cluster.master.books.frameworks[fid]
+        await eventually(lambda: not fw.executors)
+        await eventually(lambda: cluster.master.allocator.held(fid, sid) == Resources())
+        assert not slave.groups.executors
         assert slave.used() == Resources()
         books_balance(cluster.master)
