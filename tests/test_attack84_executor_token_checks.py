@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import struct
 
+import pytest
+
+import slave.executor_side
 from protocol.wire.codec import encode
 from protocol.wire.messages import (
     CheckExecutorToken,
@@ -71,7 +74,13 @@ def flood_program(s: Shared) -> str:
     )
 
 
-async def test_an_executor_that_asks_token_checks_and_never_reads_holds_a_bounded_buffer() -> None:
+async def test_an_executor_that_asks_token_checks_and_never_reads_holds_a_bounded_buffer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # (its checks as fast as the slave answers them: paced, 100,000 took 100 s; what is
+    # measured here is what the slave holds of its answers)
+    monkeypatch.setattr(slave.executor_side, "UPDATES_A_SECOND", 1e9)
+    monkeypatch.setattr(slave.executor_side, "UPDATES_AT_ONCE", 1e9)
     async with shared_slave() as s:
         program = s.work.parent / "hog.py"
         program.write_text(flood_program(s))

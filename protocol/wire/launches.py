@@ -21,7 +21,7 @@ import copy
 from collections.abc import Mapping, Sequence
 
 from protocol.wire.discrete import EMPTY, Discrete
-from protocol.wire.reservations import is_shared, partial_volume
+from protocol.wire.reservations import is_shared, parse_key, partial_volume
 from protocol.wire.resources import Resources, add_millis
 from protocol.wire.values import ExecutorInfo, TaskGroup, TaskInfo
 
@@ -119,6 +119,13 @@ class OfferRoom:
             return None
         if any(n in resources.millis for n in self.values):
             return f"executor {executor_id}: an executor's resources may not hold ranges or sets"
+        if (volume := next((k for k in resources.millis if parse_key(k).volume), None)) is not None:
+            # (as a custom executor's, `task_problem`: no task of the group would see it;
+            # and a part of one left the rest offered as if it were the volume)
+            return (
+                f"executor {executor_id}: {volume} is a persistent volume: a command task's "
+                "alone, not a task group's executor's"
+            )
         if not self._usable().contains(resources):
             short = resources.subtract_clamped(self._usable())
             return (
