@@ -120,7 +120,8 @@ async def test_a_group_reaching_its_slave_after_its_executor_ended_is_dropped_an
     rec = Recorder()
     slave = cluster.slaves[0]
     told: list[tuple[str, str, int]] = []  # the slave's ExecutorExited, held back a while
-    monkeypatch.setattr(slave.custom, "tell_exited", lambda *args: told.append(args))
+    # (the default executor the slave plays tells it: held back there)
+    monkeypatch.setattr(slave.default_executor, "_tell_exited", lambda *args: told.append(args))
     async with framework(cluster, rec) as driver:
         offer = await rec.offer_on(driver)
         sid, fid = offer.slave_id, driver.framework_id or ""
