@@ -73,7 +73,7 @@ async def test_an_executor_the_slave_no_longer_plays_is_forgotten_when_it_re_reg
         offer = await rec.offer_on(driver)
         fid = driver.framework_id or ""
         # the slave dies after the task's end is journaled, before ExecutorExited leaves
-        monkeypatch.setattr(slave.custom, "tell_exited", lambda *_: None)
+        monkeypatch.setattr(slave.default_executor, "_tell_exited", lambda *_: None)
         once = [build_task(offer, "once", TASK, command="true", task_id="once")]
         await driver.launch_group([offer.offer_id], "pod", once, EXECUTOR, Filters())
         await rec.update("once", TaskState.FINISHED)
