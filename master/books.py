@@ -177,6 +177,9 @@ class Framework:
     # those of them that are task groups' executors (Mesos's default executor, which the
     # slave plays): a group may not name a custom one, nor a task of its own a group's
     group_executors: set[tuple[str, str]] = field(default_factory=set)
+    # those of them a slave back (a restart: its ExecutorExited may be lost) named
+    # nowhere, asked after (CheckExecutors) and not answered yet
+    executor_checks: set[tuple[str, str]] = field(default_factory=set)
     pending: dict[str, PendingUpdate] = field(default_factory=dict)  # by status uuid
     # recent terminal, bounded: the oldest dropped as one more comes (an OrderedDict: a
     # dict's first key is found past the slots its dropped ones left, 1.2 us a drop at

@@ -320,6 +320,7 @@ class Removals:
             for key in [k for k in fw.executors if k[0] == slave.slave_id]:
                 del fw.executors[key]
                 fw.group_executors.discard(key)
+                fw.executor_checks.discard(key)
         del self.books.slaves[slave.slave_id]
         cause = "operator" if gone else "unreachable"
         self.slave_removed(

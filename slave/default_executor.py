@@ -11,12 +11,12 @@ the master and held here (`TaskGroups.used`), and nothing is started in them.
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 from protocol import logs
 from protocol.transport.base import Transport
 from protocol.wire.discrete import Discrete
-from protocol.wire.messages import Reason, RunTask, RunTasks, Source, TaskState
+from protocol.wire.messages import CheckExecutors, Reason, RunTask, RunTasks, Source, TaskState
 from protocol.wire.resources import Resources
 from slave.config import TaskRecord
 from slave.launches import run_together
@@ -24,6 +24,12 @@ from slave.reports import TaskReports
 from slave.task_groups import TaskGroups
 
 TaskKey = tuple[str, str]  # (framework, task)
+
+
+class TellExited(Protocol):
+    def __call__(
+        self, framework_id: str, executor_id: str, status: int, *, checked: bool = False
+    ) -> None: ...
 
 
 class DefaultExecutor:
@@ -41,7 +47,7 @@ class DefaultExecutor:
         checks: Callable[[RunTask], str | None],
         start: Callable[[RunTask, TaskRecord], Coroutine[Any, Any, None]],
         kill: Callable[[TaskRecord, str], None],
-        tell_exited: Callable[[str, str, int], None],
+        tell_exited: TellExited,
         log: Any,
     ) -> None:
         """`checks`: what the slave checks of any task it runs (its ids, values, owner,
@@ -122,6 +128,15 @@ class DefaultExecutor:
             if (problem := self._checks(run)) is not None:
                 return problem
         return None
+
+    async def on_check(self, msg: CheckExecutors, _: str | None) -> None:
+        """The master asks after executors it books here that the slave's re-registration
+        did not name (read after any launch it sent before the ask): each the slave runs
+        neither as a group's nor as a custom executor is answered as ended, `checked`."""
+        fid = msg.framework_id
+        for eid in dict.fromkeys(msg.executor_ids):
+            if (fid, eid) not in self.groups.executors and (fid, eid) not in self._custom:
+                self._tell_exited(fid, eid, -1, checked=True)
 
     async def task_ended(self, record: TaskRecord) -> None:
         """A task ended: if it was a group's, its siblings killed if it failed or was

@@ -208,8 +208,11 @@ class ExecutorSide:
         if info is not None and (msg.framework_id, info.executor_id) not in self.executors:
             self.tell_exited(msg.framework_id, info.executor_id, -1)
 
-    def tell_exited(self, framework_id: str, executor_id: str, status: int) -> None:
-        """The master hears an executor is gone (unless its framework is being shut down)."""
+    def tell_exited(
+        self, framework_id: str, executor_id: str, status: int, *, checked: bool = False
+    ) -> None:
+        """The master hears an executor is gone (unless its framework is being shut down);
+        `checked`: as it asked (CheckExecutors), of one not run here."""
         if framework_id not in self.shut_down_frameworks:
             self.bus.post(
                 self.to_master,
@@ -218,6 +221,7 @@ class ExecutorSide:
                     slave_id=self.slave_id,
                     executor_id=executor_id,
                     status=status,
+                    checked=checked,
                 ),
             )
 

@@ -34,6 +34,7 @@ from protocol.transport.leader import LeaderWatch
 from protocol.wire.ids import shorten
 from protocol.wire.messages import (
     TERMINAL_STATES,
+    CheckExecutors,
     CheckpointResources,
     Error,
     FrameworkMessage,
@@ -254,6 +255,7 @@ class Slave:
         d.on(ReadFile, self._on_read_file)
         d.on(CheckpointResources, self._on_checkpoint_resources)
         d.on(Reconcile, self._on_reconcile)
+        d.on(CheckExecutors, self.default_executor.on_check)
         d.on(Error, self._on_error)
         if self.config.in_fleet:
             self.bus.route(self.inbox, d)  # the process's wildcard subscription brings it

@@ -14,12 +14,11 @@ a task naming one the slave does not run is answered with an ExecutorExited.)
 Here the crash's effect is made by dropping the ExecutorExited; the slave's announce is
 what its restart sends.
 
-The fix is not local: the master should forget, at a slave's (re-)registration, the
-executors it holds there that the slave names nowhere (Mesos's MESOS-1466 leaves this
-open too), minding launches in flight that start one (a RunTasks the slave has not read
-yet): say, only those booked before the slave's last Registered was sent, or let the
-slave answer a group that joins an executor it does not play with an ExecutorExited
-carrying the launch's id, which the master matches against the booking it made.
+Fixed (master.calls.executors_back.ExecutorsBack.check_groups): at a slave's
+(re-)registration with the master that knew it, each group executor the master books
+there and the slave names nowhere is asked after (CheckExecutors), behind any launch in
+flight on the slave's ordered topic; the slave answers for those it does not play
+(ExecutorExited, `checked`), and they are freed. Mesos leaves this open (MESOS-1466).
 """
 
 from __future__ import annotations
@@ -31,7 +30,9 @@ from pathlib import Path
 import pytest
 
 from frameworks import Filters, Resources, Scheduler, SchedulerDriver, TaskState, build_task
+from master.authz import Caller
 from master.master import MasterConfig
+from protocol.wire.messages import CheckExecutors, ExecutorExited
 
 from harness.helpers import InProcess, Recorder, eventually, in_process_cluster
 
@@ -59,11 +60,6 @@ async def framework(cluster: InProcess, scheduler: Scheduler) -> AsyncIterator[S
         await driver.join()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review86: the master keeps a group's executor its re-registering slave names "
-    "nowhere, and drops every later group naming it (fix: see the module's docstring)",
-)
 async def test_an_executor_the_slave_no_longer_plays_is_forgotten_when_it_re_registers(
     cluster: InProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,3 +91,32 @@ async def test_an_executor_the_slave_no_longer_plays_is_forgotten_when_it_re_reg
         later = [build_task(again, "later", TASK, command="sleep 300", task_id="later")]
         await driver.launch_group([again.offer_id], "pod", later, EXECUTOR, Filters())
         await rec.update("later", TaskState.RUNNING)
+
+
+async def test_an_answer_to_a_check_no_longer_asked_changes_nothing(cluster: InProcess) -> None:
+    """A `checked` ExecutorExited counts only while the master waits for it: a late one
+    (the executor ended meanwhile and was booked again by a new group), or one never
+    asked for, frees nothing of a running executor."""
+    [slave] = cluster.slaves
+    rec = Recorder()
+    async with framework(cluster, rec) as driver:
+        offer = await rec.offer_on(driver)
+        fid = driver.framework_id or ""
+        runs = [build_task(offer, "runs", TASK, command="sleep 300", task_id="runs")]
+        await driver.launch_group([offer.offer_id], "pod", runs, EXECUTOR, Filters())
+        await rec.update("runs", TaskState.RUNNING)
+        fw = cluster.master.books.frameworks[fid]
+        key = (slave.slave_id, "pod")
+        master_slave = cluster.master.books.slaves[slave.slave_id]
+        late = ExecutorExited(
+            framework_id=fid, slave_id=slave.slave_id, executor_id="pod", status=-1, checked=True
+        )
+        caller = Caller("slave", master_slave.principal, None)
+        await cluster.master.slave_calls.on_executor_exited(late, caller)
+        assert fw.executors[key] == EXECUTOR  # still booked: nobody asked
+        # asked, and answered while asked: the slave plays it, so it says nothing
+        await slave.default_executor.on_check(
+            CheckExecutors(framework_id=fid, executor_ids=["pod"]), None
+        )
+        assert slave.groups.runs(fid, "pod")
+        assert fw.executors[key] == EXECUTOR

@@ -9,6 +9,7 @@ from typing import Any
 from master.allocation.allocator import Allocator, AllocatorError
 from master.authz import Caller
 from master.books import Books, Framework, Slave, Task
+from master.calls.executors_back import ExecutorsBack
 from master.calls.executors_shown import (
     Unshown,
     executor_key,
@@ -24,7 +25,7 @@ from master.framework_ids import FrameworkIds
 from master.ha.recorder import Recorder
 from master.heartbeats import take_heartbeats
 from master.listeners import Listeners
-from master.orphans import UNPROVEN, Orphan, OrphanExecutor
+from master.orphans import UNPROVEN, Orphan
 from master.outbox import Outbox
 from master.removals import Removals
 from master.task_usage import summed, used_between
@@ -102,6 +103,8 @@ class SlaveCalls:
         self.churn, self.messages, self.info = churn, messages, info
         self.listeners, self.request_round, self.log = listeners, request_round, log
         self.ids = ids
+        # what it does with the executors a slave back names, or does not
+        self.executors_back = ExecutorsBack(books, allocator, outbox)
         # slaves whose record is being written: what their Register said (a retry that
         # says the same waits for the first's answer)
         self._writing: dict[str, tuple[object, ...]] = {}
@@ -308,6 +311,7 @@ class SlaveCalls:
             return
         now = loop_time()
         slave = self.books.slaves.get(slave_id)  # (it may have come meanwhile)
+        returning = slave is not None  # (back to this master, not new to it)
         self.books.removed_slaves.discard(slave_id)
         if self.books.recovering.pop(slave_id, None) is not None:
             self.churn.recovery_back += 1
@@ -355,11 +359,13 @@ class SlaveCalls:
         if self.books.orphans.on(slave_id):
             self._orphans_not_named(slave_id, running)
         if self.books.orphans.executors_on(slave_id):
-            self._idle_executors_not_named(slave_id, idle)
+            self.executors_back.not_named(slave_id, idle)
         if running or slave.tasks:
             self._reconcile_slave(slave, running, ending or set(), owners)
         if idle:
-            self._idle_executors_back(slave, idle, owners)
+            self.executors_back.booked(slave, idle, owners)
+        if returning:  # (back to this master: what it books there may be stale)
+            self.executors_back.check_groups(slave_id, idle)
         if slave.total != total or slave.discrete != discrete:
             self._total_from(slave, total, discrete)
         back = {(r.framework_id, r.task.task_id) for r in running} | (ending or set())
@@ -586,44 +592,6 @@ class SlaveCalls:
         if gone:
             self.log.info("slave.orphans_gone", slave_id=slave_id, tasks=len(gone))
 
-    def _idle_executors_back(
-        self, slave: Slave, idle: list[Unshown], owners: dict[str, str]
-    ) -> None:
-        """Executors a (re-)registering slave runs that no task of it shows (Mesos's
-        agent names them in `executor_infos`): custom ones with no task, and task groups'
-        executors. Their room is used: booked to their framework as at their first task's
-        launch (once: one it holds already is not booked again), or held by nobody until
-        it comes (a new leader's case)."""
-        sid = slave.slave_id
-        for e in idle:
-            key = (sid, e.executor_id)
-            fw = self.books.frameworks.get(e.framework_id)
-            said = owners.get(e.framework_id)  # whose the slave says it is
-            if fw is not None and said in (None, fw.principal):
-                role = fw.all_roles()[0] if fw.roles is not None else None
-                if fw.keeps_executor(key, e.resources, role):
-                    if e.group:  # (a group may join it; a task may not name it)
-                        fw.group_executors.add(key)
-                    fw.slaves_used.add(sid)
-                    self.allocator.allocate_existing(fw.framework_id, sid, e.resources, role)
-            elif e.framework_id in self.books.removed:  # (torn down while it was away)
-                self.outbox.send_slave(sid, ShutdownFramework(framework_id=e.framework_id))
-            elif self.books.orphans.executor(e.framework_id, key) is None:
-                orphan = OrphanExecutor(
-                    e.framework_id, sid, e.executor_id, e.resources, said, group=e.group
-                )
-                self.books.orphans.add_executor(orphan, loop_time())
-                self.allocator.hold_unowned(sid, e.resources)
-
-    def _idle_executors_not_named(self, slave_id: str, idle: list[Unshown]) -> None:
-        """Executors held for a framework not here that the slave no longer names (they
-        exited meanwhile): what they held is free again."""
-        named = {(e.framework_id, (slave_id, e.executor_id)) for e in idle}
-        for orphan in self.books.orphans.executors_on(slave_id):
-            if (orphan.framework_id, orphan.key) not in named:
-                self.books.orphans.remove_executor(orphan)
-                self.allocator.release_unowned(slave_id, orphan.resources)
-
     def _orphan(self, slave_id: str, r: RunningTask, principal: str | None) -> None:
         """A task kept for a framework not here (or not the one the slave names): its
         resources held, by nobody, until that framework's principal subscribes."""
@@ -741,6 +709,12 @@ class SlaveCalls:
 
     async def on_executor_exited(self, msg: ExecutorExited, caller: Caller) -> None:
         key = (msg.slave_id, msg.executor_id)
+        if msg.checked:  # (CheckExecutors' answer: heard while still asked, and only then)
+            asker = self._framework_on_slave(
+                msg.framework_id, msg.slave_id, caller, "ExecutorExited"
+            )
+            if asker is None or key not in asker.executor_checks:
+                return  # it ended, or was booked again, since it was asked after
         orphan = self.books.orphans.executor(msg.framework_id, key)
         mine = orphan is not None and self._slave_of(msg.slave_id, caller, "ExecutorExited")
         if orphan is not None and mine is not None:
@@ -758,9 +732,10 @@ class SlaveCalls:
         )
         if fw is None:
             return
-        held = fw.executors.pop((msg.slave_id, msg.executor_id), None)
-        role = fw.executor_roles.pop((msg.slave_id, msg.executor_id), None)
-        fw.group_executors.discard((msg.slave_id, msg.executor_id))
+        held = fw.executors.pop(key, None)
+        role = fw.executor_roles.pop(key, None)
+        fw.group_executors.discard(key)
+        fw.executor_checks.discard(key)
         if held is not None:  # what it held goes back to the pool
             self.allocator.recover(fw.framework_id, msg.slave_id, held, role=role)
             self.request_round()

@@ -64,6 +64,7 @@ from protocol.wire.operator import (
 )
 from protocol.wire.slave import (
     MAX_HEARTBEATS,
+    CheckExecutors,
     CheckExecutorToken,
     CheckpointResources,
     ContainerUsage,
@@ -218,6 +219,7 @@ __all__ = [
     "Acknowledges",
     "AskWhy",
     "CheckExecutorToken",
+    "CheckExecutors",
     "CheckpointResources",
     "ClusterEvent",
     "ClusterEvents",

@@ -503,9 +503,25 @@ class ShutdownExecutor(Wire):
 
 
 class ExecutorExited(Wire):
-    """Slave -> master: a custom executor's process ended (status: its exit code)."""
+    """Slave -> master: a custom executor's process ended (status: its exit code), or a
+    task group's executor ended with its last task; `checked`: the answer to the
+    master's CheckExecutors, for an executor the slave does not run."""
 
     framework_id: Id
     slave_id: Id
     executor_id: Id
     status: int
+    checked: bool = False
+
+
+MAX_EXECUTORS_CHECKED = 1_000  # in one CheckExecutors
+
+
+class CheckExecutors(Wire):
+    """Master -> slave: task groups' executors the master books there and the slave's
+    re-registration named nowhere (their ExecutorExited lost with a crash). Behind any
+    launch on the slave's topic that starts one, so the slave answers only for those it
+    does not play once it read those: ExecutorExited, `checked`."""
+
+    framework_id: Id
+    executor_ids: list[Id] = Field(max_length=MAX_EXECUTORS_CHECKED)
