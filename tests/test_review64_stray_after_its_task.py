@@ -52,8 +52,11 @@ async def test_a_stray_whose_user_runs_no_task_is_held_to_the_ports_all_the_same
     )
     sandbox = await rig.launch(mallory, daemon, "daemon", discrete=ports(base + 5))
     try:
+        # its task ended once the stray answered on B+5 (its loop says so), and the port is
+        # free to the master; the stray may be gone already (the pass every 0.2 s): asking
+        # it here raced that pass under load (the suite of 2026-12-07 11:25 lost the race)
         await mallory.update_for("daemon", TaskState.FINISHED, timeout=20)
-        assert reply(base + 5) == "mallory"  # (its task gone, the port is free to the master)
+        assert stray_pid(sandbox) is not None
         try:
             await eventually(lambda: not alive(stray_pid(sandbox)), timeout=5)
         except AssertionError:
