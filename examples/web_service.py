@@ -40,7 +40,7 @@ from frameworks import (
 INSTANCE = Resources(cpus=0.1, mem=32)
 
 
-def server(bind: str = "0.0.0.0") -> str:
+def server(bind: str = "127.0.0.1") -> str:
     """A server on $PORT0 that answers every GET with the port it listens on."""
     return (
         'exec /usr/bin/python3 -c "import http.server, os\n'
@@ -58,7 +58,7 @@ def server(bind: str = "0.0.0.0") -> str:
 class WebService(Scheduler):
     """Keeps `instances` web servers running on every slave that offers ports."""
 
-    def __init__(self, instances: int, bind: str = "0.0.0.0") -> None:
+    def __init__(self, instances: int, bind: str = "127.0.0.1") -> None:
         self.instances, self.command = instances, server(bind)
         self.tasks: dict[str, TaskInfo] = {}  # every instance launched, by task id
         self.hosts: dict[str, str] = {}  # each slave's host name, by slave id
@@ -113,7 +113,11 @@ async def main() -> None:
     parser.add_argument("--cluster", default="default")
     parser.add_argument("--role", help="the role to register in (default: the principal's)")
     parser.add_argument("--instances", type=int, default=3, help="web servers a slave")
-    parser.add_argument("--bind", default="0.0.0.0", help="the address servers listen on")
+    parser.add_argument(
+        "--bind",
+        default="127.0.0.1",
+        help="the address servers listen on (0.0.0.0: every interface, for clients elsewhere)",
+    )
     args = parser.parse_args()
     broker = BrokerURL.parse(args.broker, ca=args.ca, secret_file=args.secret_file)
     driver = SchedulerDriver(
