@@ -432,6 +432,18 @@ async def test_the_classic_endpoints_answer_with_mesos_field_names(ops: Ops) -> 
         assert slave["used_resources"]["cpus"] == 0.5
         assert task["slave_id"] == slave["id"]
 
+        # the summary: counts by state, who runs where, no task itself (the Mesos UI's)
+        for path in ("/master/state-summary", "/state-summary/"):
+            status, summary, _ = await ops.get(path)
+            assert status == 200, (path, summary)
+        [sum_fw], [sum_slave] = summary["frameworks"], summary["slaves"]
+        assert (sum_fw["id"], sum_fw["TASK_RUNNING"], sum_fw["TASK_FINISHED"]) == (fw_id, 1, 0)
+        assert "tasks" not in sum_fw
+        assert sum_fw["slave_ids"] == [slave["id"]]
+        assert (sum_slave["id"], sum_slave["TASK_RUNNING"]) == (slave["id"], 1)
+        assert sum_slave["framework_ids"] == [fw_id]
+        assert sum_slave["used_resources"]["cpus"] == 0.5
+
         for path, key in [("/master/frameworks", "frameworks"), ("/frameworks/", "frameworks"),
                           ("/master/slaves", "slaves"), ("/slaves", "slaves"),
                           ("/master/tasks", "tasks"), ("/tasks?_ts=1", "tasks"),
@@ -475,7 +487,12 @@ async def test_the_classic_endpoints_answer_with_mesos_field_names(ops: Ops) -> 
         assert "allocator/mesos/roles/printer/shares/dominant" in metrics
 
         # operators only, as every other endpoint of the master
-        for path in ("/master/state", "/metrics/snapshot", "/master/redirect"):
+        for path in (
+            "/master/state",
+            "/master/state-summary",
+            "/metrics/snapshot",
+            "/master/redirect",
+        ):
             assert (await ops.get(path, auth=basic("ops", "wrong")))[0] == 401
             assert (await ops.get(path, auth=ops.auth("printer")))[0] == 403
     finally:

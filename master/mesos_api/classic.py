@@ -12,7 +12,7 @@ Mesos's is 200 with no body). Field names are Mesos's v0 ones; resources are `{n
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -176,6 +176,49 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
     }
 
 
+def _counted(tasks: Iterable[Task]) -> dict[str, int]:
+    """Tasks by state, every live state and end named (Mesos's summary counts)."""
+    counts = dict.fromkeys((*TASK_STATES_COUNTED, *TASKS_ENDED), 0)
+    for task in tasks:
+        counts[task.state.value] = counts.get(task.state.value, 0) + 1
+    return counts
+
+
+def summary_v0(m: MasterSide) -> JSON:
+    """Mesos's `/master/state-summary`: each slave and framework with counts of their
+    tasks by state, and which frameworks run on which slave; no task itself."""
+    frameworks = [*m.books.frameworks.values()]
+    live: dict[str, list[Task]] = {}  # each slave's live tasks
+    on: dict[str, set[str]] = {}  # each slave's frameworks with a live task there
+    for fw in frameworks:
+        for task in (*fw.tasks.values(), *fw.unreachable.values()):
+            live.setdefault(task.slave_id, []).append(task)
+            on.setdefault(task.slave_id, set()).add(fw.framework_id)
+    slaves = [
+        {
+            **slave_v0(m, slave),
+            "active": slave.connected,
+            **_counted(live.get(slave.slave_id, ())),
+            "framework_ids": sorted(on.get(slave.slave_id, ())),
+        }
+        for slave in [*m.books.slaves.values()]
+    ]
+    summaries = []
+    for fw in frameworks:
+        whole = framework_v0(m, fw)
+        for key in ("tasks", "completed_tasks", "offers", "executors"):
+            whole.pop(key)
+        tasks = [*fw.tasks.values(), *fw.unreachable.values(), *fw.ended.values()]
+        summaries.append(
+            {
+                **whole,
+                **_counted(tasks),
+                "slave_ids": sorted({t.slave_id for t in tasks if not t.terminal}),
+            }
+        )
+    return {"slaves": slaves, "frameworks": summaries}
+
+
 def slaves_v0(m: MasterSide) -> Lazy:
     """Every slave, each built when the answer reaches it (one gone by then is left out)."""
     slaves = [*m.books.slaves.values()]
@@ -247,6 +290,7 @@ class ClassicEndpoints:
     def routes(self) -> list[web.RouteDef]:
         table: list[tuple[list[str], Handler]] = [
             ([*paths("state"), *paths("state.json")], self.state),
+            (paths("state-summary"), self.summary),
             (paths("frameworks"), self.frameworks),
             (paths("slaves"), self.slaves),
             (paths("tasks"), self.tasks),
@@ -286,6 +330,11 @@ class ClassicEndpoints:
                 "unregistered_frameworks": sorted(m.books.orphans.frameworks()),
             },
         )
+
+    async def summary(self, request: web.Request) -> web.StreamResponse:
+        m = self.master
+        hostname = m.web_ui().split("//")[-1].rsplit(":", 1)[0]
+        return await stream_json(request, {"hostname": hostname, **summary_v0(m)})
 
     async def frameworks(self, request: web.Request) -> web.StreamResponse:
         m = self.master
