@@ -43,6 +43,7 @@ from slave.message_budget import (
     MESSAGES_A_SECOND,
     UPDATES_A_SECOND,
     UPDATES_AT_ONCE,
+    Bucket,
     MessageBudget,
     UpdatePace,
 )
@@ -293,7 +294,8 @@ class ExecutorSide:
             return
         pace = self._paces.get(executor.principal)
         if pace is None:
-            pace = self._paces[executor.principal] = UpdatePace(UPDATES_A_SECOND, UPDATES_AT_ONCE)
+            pace = UpdatePace(Bucket(UPDATES_A_SECOND, UPDATES_AT_ONCE))
+            self._paces[executor.principal] = pace
         delay = pace.delay(time.monotonic())
         if delay > 0:
             executor.paced = True

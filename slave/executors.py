@@ -82,7 +82,7 @@ class ExecutorProcess:
         self.broken: str | None = None  # why its line to us failed, if it did
         self.registration_timeout = registration_timeout
         self.timed_out = False  # killed for not registering in time
-        # one of its status updates waited its principal's pace (slave.message_budget):
+        # one of its messages waited its principal's pace (slave.message_budget):
         # what it wrote may still be in its line when it exits
         self.paced = False
         self._queue: list[Wire] = []  # (the slave's own: its tasks, their kills)

@@ -73,28 +73,21 @@ UPDATES_AT_ONCE = 2_000.0  # (a thousand tasks' STARTING and RUNNING at once)
 
 @dataclass(slots=True)
 class UpdatePace:
-    """One principal's executors' status updates on a slave: `delay` says how long the
-    next one waits. Each is counted as it comes, into debt if need be, so that executors
-    waiting side by side queue behind one another: together they get `rate` a second."""
+    """One principal's executors' messages on a slave: `delay` says how long the next
+    one waits. Each is counted as it comes, into debt if need be, so that executors
+    waiting side by side queue behind one another: together they get the bucket's rate."""
 
-    rate: float = UPDATES_A_SECOND
-    burst: float = UPDATES_AT_ONCE
-    tokens: float = field(init=False)
-    at: float | None = None
-    paced: int = 0  # updates that waited since its burst was last whole (0: none)
-
-    def __post_init__(self) -> None:
-        self.tokens = self.burst
+    bucket: Bucket = field(default_factory=lambda: Bucket(UPDATES_A_SECOND, UPDATES_AT_ONCE))
+    paced: int = 0  # messages that waited since its burst was last whole (0: none)
 
     def delay(self, now: float) -> float:
-        """Count an update at `now`: seconds it waits first (0: none)."""
-        if self.at is not None:
-            self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
-            if self.tokens == self.burst:
-                self.paced = 0
-        self.at = now
-        self.tokens -= 1
-        if self.tokens >= 0:
+        """Count a message at `now`: seconds it waits first (0: none)."""
+        bucket = self.bucket
+        bucket.refill(now)
+        if bucket.tokens == bucket.burst:
+            self.paced = 0
+        bucket.tokens -= 1
+        if bucket.tokens >= 0:
             return 0.0
         self.paced += 1
-        return -self.tokens / self.rate
+        return -bucket.tokens / bucket.rate
