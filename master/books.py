@@ -231,6 +231,13 @@ class Framework:
             self.executor_roles[key] = role
         return True
 
+    def forget_executor(self, key: tuple[str, str]) -> tuple[Resources | None, str | None]:
+        """Its executor `key` is gone (exited, never started, its slave removed): out of
+        every book of it. What it held (None: not booked) and the role it was held in."""
+        self.group_executors.discard(key)
+        self.executor_checks.discard(key)
+        return self.executors.pop(key, None), self.executor_roles.pop(key, None)
+
     def all_roles(self) -> list[str]:
         """The roles it is offered in: a multi-role framework's roles, or its one role."""
         return list(self.roles) if self.roles is not None else [self.role]

@@ -318,9 +318,7 @@ class Removals:
         self.allocator.remove_slave(slave.slave_id)
         for fw in self.books.frameworks.values():  # its executors went with it
             for key in [k for k in fw.executors if k[0] == slave.slave_id]:
-                del fw.executors[key]
-                fw.group_executors.discard(key)
-                fw.executor_checks.discard(key)
+                fw.forget_executor(key)
         del self.books.slaves[slave.slave_id]
         cause = "operator" if gone else "unreachable"
         self.slave_removed(

@@ -207,12 +207,10 @@ class Accepts:
                 task = task.model_copy(update={"role": role})
                 task_map = None if task_map is None else {**task_map, "role": role}
             executor = room.take(task)
-            started = None if executor is None else (slave_id, executor.executor_id)
-            progress.took([task], started, executor.resources if executor else None)
+            new_executor = None if executor is None else (slave_id, executor.executor_id)
+            progress.took([task], new_executor, executor.resources if executor else None)
             if executor is not None:  # its own resources stay the framework's until it exits
-                fw.executors[(slave_id, executor.executor_id)] = executor.resources
-                if role is not None:
-                    fw.executor_roles[(slave_id, executor.executor_id)] = role
+                fw.keeps_executor((slave_id, executor.executor_id), executor.resources, role)
             self._launch(fw, task, slave_id, now)
             launched.append(task)
             maps.append(task_map)
@@ -248,9 +246,10 @@ class Accepts:
                 self.allocator.add_copies(fw.framework_id, slave_id, extra, role)
             except AllocatorError as e:  # (OfferRoom counts copies whole: logged, not fatal)
                 self.log.error("accept.copies_refused", framework_id=fw.framework_id, error=str(e))
-        if launched or groups:
+        every_launched = [*launched, *(t for _, tasks, _ in groups for t in tasks)]
+        if every_launched:
             used = Resources()
-            for t in [*launched, *(t for _, tasks, _ in groups for t in tasks)]:
+            for t in every_launched:
                 used = used + t.resources
             self.cycle.launched(fw.framework_id, slave_id, used)
         for group, tasks, starts in groups:  # one message a group: run all or none
@@ -273,7 +272,7 @@ class Accepts:
                 offer_id=record.offer_id,
                 resources=record.resources,
             )
-        for task in [*launched, *(t for _, tasks, _ in groups for t in tasks)]:
+        for task in every_launched:
             self.outbox.emit(
                 "launch",
                 framework_id=fw.framework_id,
@@ -343,9 +342,7 @@ class Accepts:
             else:
                 self.refuse_launch(fw, task, TaskState.ERROR, Reason.TASK_INVALID, why)
         for key, room in progress.unsent_executors().items():  # nothing runs there
-            executor = fw.executors.pop(key, None)
-            executor_role = fw.executor_roles.pop(key, None)
-            fw.group_executors.discard(key)
+            executor, executor_role = fw.forget_executor(key)
             if executor is not None:
                 self.allocator.recover(fw.framework_id, slave_id, executor, role=executor_role)
             else:  # (its room taken, itself not booked)

@@ -732,10 +732,7 @@ class SlaveCalls:
         )
         if fw is None:
             return
-        held = fw.executors.pop(key, None)
-        role = fw.executor_roles.pop(key, None)
-        fw.group_executors.discard(key)
-        fw.executor_checks.discard(key)
+        held, role = fw.forget_executor(key)
         if held is not None:  # what it held goes back to the pool
             self.allocator.recover(fw.framework_id, msg.slave_id, held, role=role)
             self.request_round()
