@@ -139,12 +139,15 @@ class DefaultExecutor:
                 self._tell_exited(fid, eid, -1, checked=True)
 
     async def task_ended(self, record: TaskRecord) -> None:
-        """A task ended: if it was a group's, its siblings killed if it failed or was
-        killed, and its executor ended (the master told, which frees its resources) if it
-        ran no other task."""
-        fid = record.framework_id
+        """A task ended (its record's state; not terminal: forgotten, its end untold)."""
         state = record.state if record.state.terminal else None
-        ended = self.groups.ended(fid, record.info.task_id, state)
+        await self.ended(record.framework_id, record.info.task_id, state)
+
+    async def ended(self, fid: str, task_id: str, state: TaskState | None) -> None:
+        """A task ended in `state` (a restarted slave's lost one too): if it was a
+        group's, its siblings killed if it failed or was killed, and its executor ended
+        (the master told, which frees its resources) if it ran no other task."""
+        ended = self.groups.ended(fid, task_id, state)
         for task_id in ended.kill:
             why = self.groups.killed(fid, task_id)
             if self.kill_sibling(fid, task_id, why) and self.tasks[(fid, task_id)].killing:

@@ -36,7 +36,7 @@ from protocol.wire.messages import (
 )
 from slave.command_tasks import CommandTasks
 from slave.config import KillBegun, SlaveConfig, TaskRecord, journal_executor_id
-from slave.executor_side import ExecutorSide
+from slave.default_executor import DefaultExecutor
 from slave.images import command_runner
 from slave.isolator import Isolator, legacy_container_name
 from slave.kills import Kills
@@ -61,11 +61,9 @@ class Slave(Protocol):
     podman: str | None
     shut_down_frameworks: dict[str, None]
     groups: TaskGroups  # (a recovered group's task rejoins its group and executor)
-    custom: ExecutorSide  # (which tells the master a group's executor ended)
+    default_executor: DefaultExecutor  # (which ends a group's task, and kills siblings)
     commands: CommandTasks  # (a recovered task's health check starts again there)
     kills: Kills  # (and a kill in its grace goes on there)
-
-    def kill_sibling(self, framework_id: str, task_id: str, why: str) -> bool: ...
 
 
 async def recover(slave: Slave, reports: TaskReports) -> None:
@@ -93,12 +91,12 @@ async def recover(slave: Slave, reports: TaskReports) -> None:
         except Exception as e:
             await lost_at_recovery(slave, key, raw, e)
     # a task of a group that ended FAILED or KILLED while the rest were being restored
-    # killed those restored then: the rest are killed now (as `Slave._run_group` does
+    # killed those restored then: the rest are killed now (as `DefaultExecutor.run` does
     # once a group's tasks run)
     for key in rejoined:
         framework_id, task_id = key.partition("/")[::2]
         if why := slave.groups.killed(framework_id, task_id):
-            slave.kill_sibling(framework_id, task_id, why)
+            slave.default_executor.kill_sibling(framework_id, task_id, why)
     await slave.isolator.recover(containers)
     if recovered or len(slave.updates):
         slave.log.info("slave.recovered", tasks=recovered, owed_updates=len(slave.updates))
@@ -221,8 +219,4 @@ async def lost_at_recovery(slave: Slave, key: str, raw: Any, error: Exception) -
     # a group's task (rejoined before): out of its group, and its executor ended with it
     # if it was the last (else the executor's resources were held, and re-registered
     # with, for ever)
-    ended = slave.groups.ended(framework_id, task_id, TaskState.LOST)
-    if ended.executor is not None:
-        slave.log.info("executor.exited", framework_id=framework_id,
-                       executor_id=ended.executor.executor_id)  # fmt: skip
-        slave.custom.tell_exited(framework_id, ended.executor.executor_id, 0)
+    await slave.default_executor.ended(framework_id, task_id, TaskState.LOST)

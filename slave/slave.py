@@ -614,10 +614,6 @@ class Slave:
         self.log.info("run.start", resources=task.resources, **ids)
         return self._whole_shared(free - task.resources), self._start(msg, record)
 
-    def kill_sibling(self, framework_id: str, task_id: str, why: str) -> bool:
-        """(slave.recovery's: a group's task restored after its sibling's end killed it.)"""
-        return self.default_executor.kill_sibling(framework_id, task_id, why)
-
     def _kill_with_grace(self, record: TaskRecord, why: str) -> None:
         """Begin a task's kill with its grace (a task group's sibling's: DefaultExecutor)."""
         self.health.stop((record.framework_id, record.info.task_id))
