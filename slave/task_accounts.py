@@ -22,10 +22,10 @@ import grp
 import os
 import pwd
 import re
-import threading
 from dataclasses import replace
 from pathlib import Path
 
+from protocol.tooling.credentials import write_private
 from slave.task_users import TaskUser
 
 HOST_PASSWD, HOST_GROUP = Path("/etc/passwd"), Path("/etc/group")
@@ -70,26 +70,26 @@ def with_accounts(
 ) -> TaskUser:
     """`user` named, with its copies of the host's files written (`TaskUser.accounts`),
     unless an account has its uid (then as it is). (Blocking: call it in a thread.)"""
-    try:
-        pwd.getpwuid(user.uid)
+    named = with_name(principal, user)
+    if named.name is None:
         return user  # (an account's: the host's files name it)
-    except KeyError:
-        pass
     try:
         host_passwd, host_group = passwd.read_text(), group.read_text()
     except OSError:
         return user  # (a host with no such files: nothing to add a line to)
-    name = login_name(principal, user.uid)
+    name = named.name
     # (absolute: the task's first shell binds them from its sandbox, whatever the slave's
     # --work-dir was relative to)
     directory = directory.absolute()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(directory, 0o700)  # (root's alone, whatever made it before)
     entry = f"{name}:x:{user.uid}:{user.gid}:drfmesos principal {name}:{HOME}:{SHELL}\n"
-    passwd_copy = _write(directory / f"{user.uid}.passwd", _plus(host_passwd, entry))
+    passwd_copy = directory / f"{user.uid}.passwd"
+    write_private(passwd_copy, _plus(host_passwd, entry), 0o644)  # (its tasks read it)
     gids = {line.split(":")[2] for line in host_group.splitlines() if line.count(":") >= 3}
     line = f"{name}:x:{user.gid}:\n" if str(user.gid) not in gids else ""
-    group_copy = _write(directory / f"{user.uid}.group", _plus(host_group, line))
+    group_copy = directory / f"{user.uid}.group"
+    write_private(group_copy, _plus(host_group, line), 0o644)
     return replace(user, name=name, accounts=(str(passwd_copy), str(group_copy)))
 
 
@@ -97,14 +97,3 @@ def _plus(text: str, line: str) -> str:
     if text and not text.endswith("\n"):
         text += "\n"
     return text + line
-
-
-def _write(path: Path, text: str) -> Path:
-    """Whole or not at all (a task starting meanwhile binds the old copy or the new)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)  # (whatever the slave's umask: every task reads its own)
-    os.replace(tmp, path)
-    return path

@@ -34,6 +34,7 @@ import json
 import os
 import re
 import secrets
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -377,10 +378,12 @@ def load_principals(path: Path) -> dict[str, Principal]:
 
 
 def write_private(path: Path, text: str, mode: int = 0o600) -> None:
-    """Write a file atomically, readable by its owner only (unless `mode` says more)."""
+    """Write a file atomically, readable by its owner only (unless `mode` says more).
+    Its temporary name is the writer's own (process and thread): two writing one file
+    at once each replace it whole, neither moves the other's half-written one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.chmod(tmp, mode)
