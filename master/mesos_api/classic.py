@@ -176,9 +176,12 @@ def slave_v0(m: MasterSide, slave: Slave) -> JSON:
     }
 
 
-def _counted(tasks: Iterable[Task]) -> dict[str, int]:
-    """Tasks by state, every live state and end named (Mesos's summary counts)."""
-    counts = dict.fromkeys((*TASK_STATES_COUNTED, *TASKS_ENDED), 0)
+def _counted(
+    tasks: Iterable[Task], states: tuple[str, ...] = (*TASK_STATES_COUNTED, *TASKS_ENDED)
+) -> dict[str, int]:
+    """Tasks by state, each of `states` named (every live state and end, as Mesos's
+    summary counts them, by default)."""
+    counts = dict.fromkeys(states, 0)
     for task in tasks:
         counts[task.state.value] = counts.get(task.state.value, 0) + 1
     return counts
@@ -245,16 +248,16 @@ def metrics_snapshot(m: MasterSide, started: float) -> dict[str, float]:
         out[f"master/{name}_percent"] = u / t if t else 0.0
         out[f"allocator/mesos/resources/{name}/total"] = t
         out[f"allocator/mesos/resources/{name}/offered_or_allocated"] = u
-    live: dict[str, int] = dict.fromkeys(TASK_STATES_COUNTED, 0)
-    for fw in m.books.frameworks.values():
-        for task in (*fw.tasks.values(), *fw.unreachable.values()):
-            live[task.state.value] = live.get(task.state.value, 0) + 1
+    frameworks = m.books.frameworks.values()
+    live = _counted(
+        (t for fw in frameworks for t in (*fw.tasks.values(), *fw.unreachable.values())),
+        TASK_STATES_COUNTED,
+    )
     for state, n in (*live.items(), *((s, m.tasks_ended[s]) for s in TASKS_ENDED)):
         out["master/" + state.lower().replace("task_", "tasks_")] = n  # master/tasks_running
     slaves = m.books.slaves.values()
     connected = sum(1 for s in slaves if s.connected)
     in_use = sum(1 for s in slaves if s.connected and s.slave_id not in m.books.maintenance)
-    frameworks = m.books.frameworks.values()
     active = sum(1 for f in frameworks if f.connected)
     out |= {
         "master/slaves_active": in_use,
