@@ -178,7 +178,7 @@ class Framework:
     # slave plays): a group may not name a custom one, nor a task of its own a group's
     group_executors: set[tuple[str, str]] = field(default_factory=set)
     # those of them a slave back (a restart: its ExecutorExited may be lost) named
-    # nowhere, asked after (CheckExecutors) and not answered yet
+    # nowhere, asked after (CheckExecutors) and not answered yet, nor launched on since
     executor_checks: set[tuple[str, str]] = field(default_factory=set)
     pending: dict[str, PendingUpdate] = field(default_factory=dict)  # by status uuid
     # recent terminal, bounded: the oldest dropped as one more comes (an OrderedDict: a

@@ -14,7 +14,7 @@ a task naming one the slave does not run is answered with an ExecutorExited.)
 Here the crash's effect is made by dropping the ExecutorExited; the slave's announce is
 what its restart sends.
 
-Fixed (master.calls.executors_back.ExecutorsBack.check_groups): at a slave's
+Fixed (master.calls.executors_back.ExecutorsBack.check_unnamed): at a slave's
 (re-)registration with the master that knew it, each group executor the master books
 there and the slave names nowhere is asked after (CheckExecutors), behind any launch in
 flight on the slave's ordered topic; the slave answers for those it does not play

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from master.allocation.allocator import Allocator
 from master.books import Books, Slave
-from master.calls.executors_shown import Unshown
+from master.calls.executors_shown import Unshown, executors_of
 from master.orphans import OrphanExecutor
 from master.outbox import Outbox
 from protocol.transport.aio import loop_time
 from protocol.wire.messages import ShutdownFramework
-from protocol.wire.slave import MAX_EXECUTORS_CHECKED, CheckExecutors
+from protocol.wire.slave import MAX_EXECUTORS_CHECKED, CheckExecutors, RunningTask
 
 
 class ExecutorsBack:
@@ -46,21 +46,23 @@ class ExecutorsBack:
                 self.books.orphans.add_executor(orphan, loop_time())
                 self.allocator.hold_unowned(sid, e.resources)
 
-    def check_groups(self, slave_id: str, idle: list[Unshown]) -> None:
-        """Task groups' executors this master books on a slave back to it that the slave
-        names nowhere: a group's executor ends with its last task, and a slave that died
-        between writing that end and telling the master (ExecutorExited) comes back
-        without it, which kept its resources booked and dropped every later group naming
-        it (review86). Each is asked after behind any launch sent there before
-        (CheckExecutors, on the slave's ordered topic): one the slave then does not play
+    def check_unnamed(self, slave_id: str, idle: list[Unshown], running: list[RunningTask]) -> None:
+        """Executors this master books on a slave back to it that the slave names nowhere
+        (neither idle nor under a task it runs): an executor's end is told after it is
+        written (a custom executor's exit, a group's last task's end), and a slave that
+        died between the two comes back without it, which kept its resources booked --
+        an idle custom executor's for ever -- and dropped every later group naming a
+        group's (review86). Each is asked after behind any launch sent there before
+        (CheckExecutors, on the slave's ordered topic): one the slave then does not run
         is answered ended, and freed as any executor that ends. Not at a new leader's
         (it books only the executors slaves name)."""
-        named = {(e.framework_id, e.executor_id) for e in idle}
+        named = set(executors_of(running))  # (fw, executor): under a task, or idle
+        named.update((e.framework_id, e.executor_id) for e in idle)
         for fw in self.books.frameworks.values():
-            if not fw.group_executors:
+            if not fw.executors:
                 continue
             fid = fw.framework_id
-            eids = [e for s, e in fw.group_executors if s == slave_id and (fid, e) not in named]
+            eids = [e for s, e in fw.executors if s == slave_id and (fid, e) not in named]
             for start in range(0, len(eids), MAX_EXECUTORS_CHECKED):
                 some = eids[start : start + MAX_EXECUTORS_CHECKED]
                 fw.executor_checks.update((slave_id, e) for e in some)

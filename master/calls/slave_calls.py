@@ -365,7 +365,7 @@ class SlaveCalls:
         if idle:
             self.executors_back.booked(slave, idle, owners)
         if returning:  # (back to this master: what it books there may be stale)
-            self.executors_back.check_groups(slave_id, idle)
+            self.executors_back.check_unnamed(slave_id, idle, running)
         if slave.total != total or slave.discrete != discrete:
             self._total_from(slave, total, discrete)
         back = {(r.framework_id, r.task.task_id) for r in running} | (ending or set())

@@ -518,10 +518,10 @@ MAX_EXECUTORS_CHECKED = 1_000  # in one CheckExecutors
 
 
 class CheckExecutors(Wire):
-    """Master -> slave: task groups' executors the master books there and the slave's
-    re-registration named nowhere (their ExecutorExited lost with a crash). Behind any
-    launch on the slave's topic that starts one, so the slave answers only for those it
-    does not play once it read those: ExecutorExited, `checked`."""
+    """Master -> slave: executors (custom ones, task groups') the master books there and
+    the slave's re-registration named nowhere (their ExecutorExited lost with a crash).
+    Behind any launch on the slave's topic that starts one, so the slave answers only for
+    those it does not run once it read those: ExecutorExited, `checked`."""
 
     framework_id: Id
     executor_ids: list[Id] = Field(max_length=MAX_EXECUTORS_CHECKED)
