@@ -28,11 +28,11 @@ from frameworks.calls import (
 )
 from frameworks.errors import DriverError
 from frameworks.framework_update import Updater
-from frameworks.master_silence import MasterSilence
 from frameworks.scheduler import Scheduler
 from frameworks.task_files import TaskFiles
 from frameworks.why import NO_OFFER_WARNING, NoOfferWatch, WhyAsker
 from protocol import logs
+from protocol.master_silence import FRAMEWORK, MasterSilence
 from protocol.tooling.brokers import BrokerURL, broker_from_env
 from protocol.transport.aio import cancel_and_wait, first_of, within
 from protocol.transport.base import BusClosed, Connector, Transport
@@ -192,9 +192,8 @@ class SchedulerDriver:
         self._updater = Updater(self._call)  # its updates of itself, answered
         self._drought = NoOfferWatch(self.why, lambda: self.log, no_offer_warning or 0.0)
         self._drought_watch: asyncio.Task[None] | None = None  # runs it (if no_offer_warning)
-        self._silence = MasterSilence(
-            lambda: self.log, self.topics.cluster, lambda: bool(self.bus and self.bus.connected)
-        )
+        up = lambda: bool(self.bus and self.bus.connected)  # noqa: E731
+        self._silence = MasterSilence(lambda: self.log, self.topics.cluster, up, FRAMEWORK)
         self._silence_watch: asyncio.Task[None] | None = None  # runs it
         self._events: asyncio.Queue[functools.partial[Awaitable[None]]] = asyncio.Queue()
         self._callbacks: asyncio.Task[None] | None = None  # runs them, one at a time
@@ -231,7 +230,7 @@ class SchedulerDriver:
             self._drought_watch = asyncio.create_task(self._drought.run(), name="driver-no-offers")
         self._silence_watch = asyncio.create_task(self._silence.run(), name="driver-silence")
         await bus.subscribe(self.inbox, d)
-        await LeaderWatch.on(bus, self.topics, self._on_leader)
+        await LeaderWatch.on(bus, self.topics, self._on_leader, beat=self._on_beat)
         bus.on_connect(self._subscribe)
         self.bus = bus
         try:
@@ -679,6 +678,12 @@ class SchedulerDriver:
             self.log.info("framework.new_leader", master_id=leader.master_id, epoch=leader.epoch)
             self._resubscribe()
 
+    def _on_beat(self, beat: Heartbeat) -> None:
+        """The leader's beat: of a master other than ours (one started again in our epoch,
+        which no announcement tells), it has us subscribe again (as slave.master_link)."""
+        if self._subscribed.is_set() and beat.source and beat.source != self.master_id:
+            self._resubscribe()
+
     def _resubscribe(self) -> None:
         if self._resubscribing is None or self._resubscribing.done():
             self._resubscribing = asyncio.ensure_future(self._subscribe())
@@ -776,7 +781,7 @@ class SchedulerDriver:
         await self.scheduler.preempting(self, msg)
 
     async def _on_heartbeat(self, msg: Heartbeat, _r: str | None) -> None:
-        self._silence.heard()  # (liveness only: frameworks.master_silence)
+        self._silence.heard()  # (liveness only: protocol.master_silence)
 
 
 def capabilities_of(

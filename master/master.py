@@ -595,6 +595,9 @@ class Master:
                     for fw in self.books.frameworks.values():
                         if fw.connected:
                             self.outbox.send_framework(fw, Heartbeat(source=self.master_id))
+                    # and one on the leader topic, for every slave process's bus: how a
+                    # slave knows its master is still there (protocol.master_silence)
+                    self.bus.post(self.topics.leader, Heartbeat(source=self.master_id), qos=0)
                 if now >= next_state and self.outbox.take_stale():
                     took = time.perf_counter()
                     self.publish_state()

@@ -16,7 +16,9 @@ connection, so they share its traffic too:
   and backoff kept, the attempts due in a tick sent together, and a retry held while the
   master is still reading this process's earlier attempts;
 - one says, while slaves wait on a live connection for a master to answer their
-  registration, how many and for how long (the bus says when the broker is missing).
+  registration, how many and for how long (the bus says when the broker is missing);
+- one watches the master's beats for all of them (`slave.master_link`): a silence is said
+  once for the process (`slave.master_silent`), not once a slave.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ from pathlib import Path
 
 from protocol import logs
 from protocol.journal import JournalFile
+from protocol.master_silence import SLAVE, MasterSilence
 from protocol.transport.aio import cancel_and_wait
 from protocol.transport.bus import Bus
+from protocol.transport.leader import LeaderWatch
 from protocol.transport.patience import Patience
 from protocol.wire.messages import MAX_HEARTBEATS, Heartbeats, Wire
 from protocol.wire.topics import Topics
@@ -66,6 +70,7 @@ class Fleet:
         # SIGUSR1), or run on for the next start to recover (its SIGTERM)
         self.kill_tasks_on_stop: Callable[[], bool] = lambda: False
         self.log = logs.get("fleet", principal=principal)
+        self.silence = MasterSilence(lambda: self.log, topics.cluster, self._watched, SLAVE)
 
     async def run(self, configs: list[SlaveConfig]) -> None:
         """Run these slaves until cancelled; stop every one of them then."""
@@ -88,6 +93,7 @@ class Fleet:
             for slave in self.slaves:
                 await slave.start()
                 started.append(slave)
+            await LeaderWatch.on(self.bus, self.topics, None, beat=lambda _: self.silence.heard())
             loops = asyncio.ensure_future(self._loops())
             ended = asyncio.ensure_future(self._all_ended())
             try:  # until stopped, or until no slave of it may run on (each marked gone)
@@ -102,8 +108,16 @@ class Fleet:
 
     async def _loops(self) -> None:
         await asyncio.gather(
-            self.heartbeat_loop(), self.resend_loop(), self.registrations.run(), self.tell_waiting()
+            self.heartbeat_loop(),
+            self.resend_loop(),
+            self.registrations.run(),
+            self.tell_waiting(),
+            self.silence.run(),
         )
+
+    def _watched(self) -> bool:
+        """Whether the master's silence is its to say: connected, and registered."""
+        return self.bus.connected and any(s.registered.is_set() for s in self.slaves)
 
     async def _all_ended(self) -> None:
         for slave in self.slaves:
@@ -119,9 +133,10 @@ class Fleet:
         `Heartbeats` message at a time, spread evenly over the interval (the master reads
         a steady trickle, not every slave's heartbeat in one instant)."""
         while True:
-            interval = next(
-                (s.heartbeat_interval for s in self.slaves if s.registered.is_set()), 1.0
-            )
+            interval = next((s.master.interval for s in self.slaves if s.registered.is_set()), None)
+            if interval is not None and interval != self.silence.interval:
+                self.silence.subscribed(interval)  # (the master's: the slaves' first answer)
+            interval = interval or 1.0
             chunks = range(0, len(self.slaves), HEARTBEATS_PER_MESSAGE)
             pause = interval / max(1, len(chunks))
             for start in chunks:

@@ -39,7 +39,6 @@ from protocol.wire.messages import (
     Error,
     FrameworkMessage,
     FrameworkShutDown,
-    Heartbeat,
     KillPolicy,
     KillTask,
     Leader,
@@ -78,6 +77,7 @@ from slave.kept_resources import KeptResources, Version
 from slave.kills import Kills
 from slave.launch_checks import LaunchChecks
 from slave.launches import RecentLaunches, run_in_turn, run_together
+from slave.master_link import MasterLink
 from slave.memory_limits import enforce_memory_limits
 from slave.owners import Owners
 from slave.pid_shares import PidShares, host_pids
@@ -137,7 +137,11 @@ class Slave:
         self._wanted = asyncio.Event()  # (re-)registration is due (see _register_loop)
         # a fleet's pacer of its slaves' (re-)registrations (else the slave's own loop)
         self.registrations: Registrations | None = None
-        self.heartbeat_interval = 5.0
+        # its heartbeats, and the master's beats it watches (a fleet's: its process's)
+        self.master = MasterLink(
+            bus, self.to_master, self.slave_id, topics.cluster, self.registered,
+            self._announce_soon, self.log,
+        )  # fmt: skip
         self._launches = RecentLaunches(config.launch_memory)
         # the shared volumes of its total, and the total they were found in (_whole_shared)
         self._shared: frozenset[str] = frozenset()
@@ -264,7 +268,7 @@ class Slave:
                 await d(message, reply_to)
         else:
             await self.bus.subscribe(self.inbox, d)
-        await LeaderWatch.on(self.bus, self.topics, self._on_leader)
+        await LeaderWatch.on(self.bus, self.topics, self._on_leader, beat=self.master.beat)
         self.bus.on_connect(self._reconnected)
         if self.bus.connected:
             self._announce_soon()
@@ -275,7 +279,8 @@ class Slave:
             )
         if not self.config.in_fleet:  # (a fleet runs these for all its slaves at once)
             self._loops += [
-                asyncio.create_task(self._heartbeat_loop(), name=f"heartbeat-{self.slave_id}"),
+                asyncio.create_task(self.master.heartbeats(), name=f"heartbeat-{self.slave_id}"),
+                asyncio.create_task(self.master.silence.run(), name=f"silence-{self.slave_id}"),
                 asyncio.create_task(
                     self.updates.resend_loop(self.registered), name=f"resend-{self.slave_id}"
                 ),
@@ -443,7 +448,7 @@ class Slave:
 
     async def _on_registered(self, msg: Registered, reply_to: str | None) -> None:
         self.master_epoch = max(self.master_epoch, msg.epoch)
-        self.heartbeat_interval = msg.heartbeat_interval_seconds
+        self.master.registered_with(msg.master_id, msg.heartbeat_interval_seconds)
         first = not self.registered.is_set()
         self.registered.set()
         if self.registrations is not None:
@@ -451,16 +456,6 @@ class Slave:
         if first:
             self.log.info("slave.registered", master_id=msg.master_id, tasks=len(self.tasks))
             self.updates.tell_scheduled()  # (a fleet sets aside what is owed meanwhile)
-
-    async def _heartbeat_loop(self) -> None:
-        while True:
-            await self.registered.wait()
-            self.bus.post(
-                self.to_master,
-                Heartbeat(source=self.slave_id, incarnation=self.bus.incarnation),
-                qos=0,
-            )
-            await asyncio.sleep(self.heartbeat_interval)
 
     async def _on_error(self, msg: Error, reply_to: str | None) -> None:
         if msg.code == SLAVE_GONE:  # an operator marked it gone: it never comes back

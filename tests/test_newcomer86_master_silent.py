@@ -15,8 +15,8 @@ import pytest
 import structlog
 
 from frameworks import SchedulerDriver
-from frameworks.master_silence import MasterSilence
 from master.config import MasterConfig
+from protocol.master_silence import FRAMEWORK, MasterSilence
 from protocol.transport.aio import cancel_and_wait
 
 from harness.helpers import InProcess, Recorder, eventually, in_process_cluster
@@ -70,7 +70,7 @@ async def test_the_master_heard_again_closes_the_silence() -> None:
         def warning(self, event: str, **fields: object) -> None:
             lines.append({"event": event, **fields})
 
-    silence = MasterSilence(lambda: Log(), "c", lambda: True)
+    silence = MasterSilence(lambda: Log(), "c", lambda: True, FRAMEWORK)
     silence.subscribed(0.05)
     watch = asyncio.create_task(silence.run())
     try:

@@ -382,7 +382,8 @@ class Preempting(Wire):
 
 
 class Heartbeat(Wire):
-    """Liveness: master -> framework, and slave -> master."""
+    """Liveness: master -> framework, slave -> master, and the leading master's beat on
+    its leader topic (-> every slave process; `source`: its master id)."""
 
     source: str = ""
     incarnation: Incarnation = ""
