@@ -174,6 +174,8 @@ class Framework:
     slaves_used: set[str] = field(default_factory=set)  # where it ever ran tasks (executors)
     # its custom executors' own resources, by (slave, executor id): held until they exit
     executors: dict[tuple[str, str], Resources] = field(default_factory=dict)
+    # their ids by slave (a slave back is asked after its own alone: ExecutorsBack)
+    executors_on: dict[str, set[str]] = field(default_factory=dict)
     # those of them that are task groups' executors (Mesos's default executor, which the
     # slave plays): a group may not name a custom one, nor a task of its own a group's
     group_executors: set[tuple[str, str]] = field(default_factory=set)
@@ -227,6 +229,7 @@ class Framework:
         if key in self.executors:
             return False
         self.executors[key] = resources
+        self.executors_on.setdefault(key[0], set()).add(key[1])
         if role is not None:
             self.executor_roles[key] = role
         return True
@@ -236,6 +239,11 @@ class Framework:
         every book of it. What it held (None: not booked) and the role it was held in."""
         self.group_executors.discard(key)
         self.executor_checks.discard(key)
+        here = self.executors_on.get(key[0])
+        if here is not None:
+            here.discard(key[1])
+            if not here:
+                del self.executors_on[key[0]]
         return self.executors.pop(key, None), self.executor_roles.pop(key, None)
 
     def all_roles(self) -> list[str]:

@@ -317,8 +317,8 @@ class Removals:
         self.books.dying.drop_slave(slave.slave_id)
         self.allocator.remove_slave(slave.slave_id)
         for fw in self.books.frameworks.values():  # its executors went with it
-            for key in [k for k in fw.executors if k[0] == slave.slave_id]:
-                fw.forget_executor(key)
+            for eid in list(fw.executors_on.get(slave.slave_id, ())):
+                fw.forget_executor((slave.slave_id, eid))
         del self.books.slaves[slave.slave_id]
         cause = "operator" if gone else "unreachable"
         self.slave_removed(

@@ -134,7 +134,7 @@ class Accepts:
         room = OfferRoom(
             slave_id,
             offered,
-            {eid: held for (sid, eid), held in fw.executors.items() if sid == slave_id},
+            {eid: fw.executors[(slave_id, eid)] for eid in fw.executors_on.get(slave_id, ())},
             values,
             in_use(self.books, self.books.slaves[slave_id]) if values else values,
         )

@@ -59,10 +59,9 @@ class ExecutorsBack:
         named = set(executors_of(running))  # (fw, executor): under a task, or idle
         named.update((e.framework_id, e.executor_id) for e in idle)
         for fw in self.books.frameworks.values():
-            if not fw.executors:
-                continue
             fid = fw.framework_id
-            eids = [e for s, e in fw.executors if s == slave_id and (fid, e) not in named]
+            here = fw.executors_on.get(slave_id, ())
+            eids = sorted(e for e in here if (fid, e) not in named)
             for start in range(0, len(eids), MAX_EXECUTORS_CHECKED):
                 some = eids[start : start + MAX_EXECUTORS_CHECKED]
                 fw.executor_checks.update((slave_id, e) for e in some)
