@@ -70,7 +70,9 @@ class Fleet:
         # SIGUSR1), or run on for the next start to recover (its SIGTERM)
         self.kill_tasks_on_stop: Callable[[], bool] = lambda: False
         self.log = logs.get("fleet", principal=principal)
-        self.silence = MasterSilence(lambda: self.log, topics.cluster, self._watched, SLAVE)
+        self.silence = MasterSilence(  # (said once for all its slaves: how many, with it)
+            lambda: self.log.bind(slaves=len(self.slaves)), topics.cluster, self._watched, SLAVE
+        )
 
     async def run(self, configs: list[SlaveConfig]) -> None:
         """Run these slaves until cancelled; stop every one of them then."""
