@@ -124,6 +124,12 @@ class FakeFramework:
             ),
         )
 
+    def heard(self, task_id: str, state: TaskState) -> bool:
+        """Whether an update of `task_id` in `state` has arrived."""
+        return any(
+            (u.status.task_id, u.status.state) == (task_id, state) for u in self.inbox.of(Update)
+        )
+
     async def update_for(
         self, task_id: str, state: TaskState, timeout: float = 10.0, *, after: int = 0
     ) -> TaskStatus:
