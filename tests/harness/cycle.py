@@ -1,6 +1,7 @@
 """The books the offer cycle reads and does not keep (`master.cycle.State`), in memory: the
 offers outstanding, what each framework declared it wants, the tasks that run (as Nomad
-tests its schedulers on a harness)."""
+tests its schedulers on a harness); and the start and the steps the preemption claim
+tests share: a hog, A, filling the slaves, and a claimant, B."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from master.allocation.allocator import Allocator
+from master.allocation.ledger import Allocation
 from master.allocation.planning import RunningTask
-from master.cycle import Wish
+from master.allocation.preemption import PreemptionConfig
+from master.cycle import CycleConfig, OfferCycle, Wish
 from protocol.wire.resources import Resources
 
 
@@ -60,3 +64,50 @@ class Books:
 
     def task_live(self, framework_id: str, task_id: str) -> bool:
         return (framework_id, task_id) in self.tasks
+
+
+TASK = Resources(cpus=1, mem=1024)  # each of the hog's and the claimant's tasks
+SLAVE = Resources(cpus=4, mem=4096)
+
+
+def hog_and_claimant(slaves: int, demand: int) -> tuple[Allocator, Books, OfferCycle]:
+    """The preemption claim tests' start: frameworks A and B (each its own role), `slaves`
+    slaves of SLAVE that A fills with TASKs, and B declaring `demand` TASKs; preemption
+    with a 5 s timeout and 2 s notice."""
+    config = CycleConfig(preemption=PreemptionConfig(timeout=5.0, notice=2.0))
+    allocator, books = Allocator("drf"), Books()
+    for name in ("A", "B"):
+        allocator.add_framework(name, name)
+        books.roles[name] = name
+    for i in range(slaves):
+        allocator.add_slave(f"s{i}", SLAVE)
+    cycle = OfferCycle(allocator, books, config)
+    for i in range(4 * slaves):
+        slave = f"s{i % slaves}"
+        allocator.allocate_existing("A", slave, TASK)
+        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
+    books.demand["B"] = [(dict(TASK.millis), demand)]
+    return allocator, books, cycle
+
+
+def end_kills(cycle: OfferCycle, books: Books, now: float, ran: float = 1.0) -> int:
+    """Every victim due is killed and ends at once (having run `ran` seconds), its TASK
+    given back: how many."""
+    killed = 0
+    for kill in cycle.kills_due(now):
+        books.tasks.pop((kill.framework_id, kill.task_id))
+        cycle.task_ended(kill.framework_id, kill.task_id, finished=False, ran=ran, now=now)
+        cycle.allocator.recover(kill.framework_id, kill.slave_id, TASK)
+        killed += 1
+    return killed
+
+
+def hog_fills(cycle: OfferCycle, books: Books, offer: Allocation, now: float) -> None:
+    """A takes `offer` and launches a TASK in each CPU of it."""
+    allocator = cycle.allocator
+    allocator.recover(offer.framework_id, offer.slave_id, offer.resources)
+    for n in range(int(offer.resources.quantities().get("cpus", 0))):
+        allocator.allocate_existing("A", offer.slave_id, TASK)
+        books.tasks[("A", f"r{now}-{n}")] = RunningTask(
+            "A", f"r{now}-{n}", offer.slave_id, dict(TASK.millis), now
+        )
