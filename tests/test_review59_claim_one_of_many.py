@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from master.allocation.planning import RunningTask
 
-from harness.cycle import TASK, end_kills, hog_and_claimant, hog_fills
+from harness.cycle import TASK, claimant_finishes, end_kills, hog_and_claimant, hog_fills
 
 RUNS = 20.0  # seconds each of the claimant's tasks runs, then finishes
 WINDOW = 600.0
@@ -31,12 +31,7 @@ def test_a_claim_whose_rooms_are_all_but_one_left_unused_counts_as_unused() -> N
         if any(c.claimant == "B" for c in plan.claims):
             claims, one_run = claims + 1, False
         killed += end_kills(cycle, books, now)
-        for task_id, (at, slave) in list(ending.items()):
-            if at <= now:
-                del ending[task_id]
-                books.tasks.pop(("B", task_id))
-                cycle.task_ended("B", task_id, finished=True, ran=RUNS, now=now, on=(slave, TASK))
-                allocator.recover("B", slave, TASK)
+        claimant_finishes(cycle, books, ending, now, RUNS)
         for o in cycle.round(now).offers:
             if o.framework_id == "B":
                 if o.resources.contains(TASK) and not one_run:  # one task, the rest back

@@ -8,7 +8,7 @@ loses a task every starvation timeout plus a grace, for a framework that ran not
 
 from __future__ import annotations
 
-from harness.cycle import TASK, hog_and_claimant, hog_fills
+from harness.cycle import end_after_grace, hog_and_claimant, hog_fills
 
 GRACE = 30.0  # the victims' kill policy's grace: a service's, within --max-kill-grace
 WINDOW = 600.0  # seconds watched
@@ -16,21 +16,13 @@ WINDOW = 600.0  # seconds watched
 
 def test_a_claimant_whose_victims_take_their_grace_never_waits_for_unused_claims() -> None:
     # A (honest) fills both slaves; B declares demand, never launches
-    allocator, books, cycle = hog_and_claimant(2, 2)
+    _, books, cycle = hog_and_claimant(2, 2)
     now, claims, killed = 0.0, [], 0
     ending: dict[tuple[str, str], tuple[float, str]] = {}  # victim: when it ends, where
     while now < WINDOW:  # a check and a round a second, as the master's
         plan = cycle.check(now)
         claims += [now for c in plan.claims if c.claimant == "B"]
-        for kill in cycle.kills_due(now):  # SIGTERM now; the task ends after its grace
-            ending[(kill.framework_id, kill.task_id)] = (now + GRACE, kill.slave_id)
-        for key, (at, slave) in list(ending.items()):
-            if at <= now:
-                del ending[key]
-                books.tasks.pop(key)
-                cycle.task_ended(*key, finished=False, ran=100.0, now=now)
-                allocator.recover(key[0], slave, TASK)
-                killed += 1
+        killed += end_after_grace(cycle, books, ending, now, GRACE)  # (SIGTERM now)
         for o in cycle.round(now).offers:
             if o.framework_id == "B":  # declined, not to be offered that slave for long
                 cycle.decline("B", o.slave_id, o.resources, 3600.0, now, whole=True)

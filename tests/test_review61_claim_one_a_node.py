@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from master.allocation.planning import RunningTask
 
-from harness.cycle import TASK, end_kills, hog_and_claimant, hog_fills
+from harness.cycle import TASK, claimant_finishes, end_kills, hog_and_claimant, hog_fills
 
 RUNS = 20.0  # seconds each of the claimant's tasks runs, then finishes
 WINDOW = 600.0
@@ -35,12 +35,7 @@ def test_a_claim_of_several_rooms_on_one_node_is_not_used_by_one_task_there() ->
                 nodes = {p.slave_id for p in c.plans}
                 shared += len(c.plans) > len(nodes)  # rooms on one node: one task there
         killed += end_kills(cycle, books, now, ran=100.0)
-        for task_id, (at, slave) in list(ending.items()):
-            if at <= now:
-                del ending[task_id]
-                books.tasks.pop(("B", task_id))
-                cycle.task_ended("B", task_id, finished=True, ran=RUNS, now=now, on=(slave, TASK))
-                allocator.recover("B", slave, TASK)
+        claimant_finishes(cycle, books, ending, now, RUNS)
         for o in cycle.round(now).offers:
             if o.framework_id == "B":  # one task a node of the claim, the rest back
                 if o.resources.contains(TASK) and o.slave_id not in tried:

@@ -111,3 +111,35 @@ def hog_fills(cycle: OfferCycle, books: Books, offer: Allocation, now: float) ->
         books.tasks[("A", f"r{now}-{n}")] = RunningTask(
             "A", f"r{now}-{n}", offer.slave_id, dict(TASK.millis), now
         )
+
+
+def end_after_grace(
+    cycle: OfferCycle, books: Books, ending: dict[tuple[str, str], tuple[float, str]],
+    now: float, grace: float,
+) -> int:  # fmt: skip
+    """Every victim due is sent its SIGTERM now and ends `grace` later (in `ending`: when,
+    and on which slave); those whose grace is over end, their TASK given back: how many."""
+    for kill in cycle.kills_due(now):
+        ending[(kill.framework_id, kill.task_id)] = (now + grace, kill.slave_id)
+    ended = 0
+    for key, (at, slave) in list(ending.items()):
+        if at <= now:
+            del ending[key]
+            books.tasks.pop(key)
+            cycle.task_ended(*key, finished=False, ran=100.0, now=now)
+            cycle.allocator.recover(key[0], slave, TASK)
+            ended += 1
+    return ended
+
+
+def claimant_finishes(
+    cycle: OfferCycle, books: Books, ending: dict[str, tuple[float, str]], now: float, ran: float
+) -> None:
+    """B's tasks due to finish by `now` (in `ending`: when, and on which slave) finish,
+    having run `ran` seconds, their TASK given back."""
+    for task_id, (at, slave) in list(ending.items()):
+        if at <= now:
+            del ending[task_id]
+            books.tasks.pop(("B", task_id))
+            cycle.task_ended("B", task_id, finished=True, ran=ran, now=now, on=(slave, TASK))
+            cycle.allocator.recover("B", slave, TASK)
