@@ -39,6 +39,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
+from protocol.wire.values import KillPolicy
 
 from harness.helpers import Inbox
 
@@ -149,6 +150,24 @@ class FakeFramework:
         u = found()
         assert u is not None
         return u.status
+
+
+def graceful_tasks(
+    fw: FakeFramework, offer: Offer, resources: Resources, prefix: str, n: int
+) -> list[TaskInfo]:
+    """`n` tasks of `resources` (`prefix`0, `prefix`1, ...) whose kill policy gives them 60 s
+    of grace: killed, they die slowly."""
+    return [
+        fw.task(offer, resources, f"{prefix}{i}").model_copy(
+            update={"kill_policy": KillPolicy(grace_period=60)}
+        )
+        for i in range(n)
+    ]
+
+
+def offered(m: FakeFramework, b: FakeFramework, seen: tuple[int, int]) -> bool:
+    """Whether `m` or `b` was offered anything since their offer counts were `seen`."""
+    return (m.offer_count(), b.offer_count()) != seen
 
 
 class FakeSlave:
