@@ -6,8 +6,9 @@ so a test can check the master's side of the protocol message by message.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from protocol.tooling.brokers import BrokerURL
 from protocol.transport.base import Transport
@@ -244,3 +245,29 @@ async def party(url: BrokerURL, name: str, topics: Topics, **kw: object) -> Asyn
     inbox = topics.framework(url.username or "framework", name)
     async with Bus(url, name=name, inbox=inbox, **kw) as bus:  # type: ignore[arg-type]
         yield bus
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(slave: FakeSlave, every: float = 0.2) -> AsyncIterator[None]:
+    """`slave` heartbeats every `every` seconds meanwhile, as a live slave does (it stays)."""
+
+    async def beat() -> None:
+        while True:
+            await slave.heartbeat()
+            await asyncio.sleep(every)
+
+    beating = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        beating.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beating
+
+
+def told_to_shut_down(slave: FakeSlave, framework_id: str) -> Callable[[], bool]:
+    """Whether `slave` has been told to shut `framework_id` down since this call."""
+    shutdowns = len(slave.inbox.of(ShutdownFramework))
+    return lambda: any(
+        s.framework_id == framework_id for s in slave.inbox.of(ShutdownFramework)[shutdowns:]
+    )
