@@ -20,7 +20,7 @@ from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -48,10 +48,8 @@ def test_frameworks_of_the_default_role_share_one_roles_fair_share() -> None:
     # the allocator's order: the roles are even, neither comes before the other for a free
     assert a.roles.share("alice") == a.roles.share("*")
 
-    claims = []
-    for now in range(6):  # a check a second, past preemption's timeout
-        claims += cycle.check(float(now)).claims
-    victims = [v.task_id for c in claims for p in c.plans for v in p.victims]
+    # a check a second, past preemption's timeout
+    victims = [v.task_id for v in doomed(cycle, map(float, range(6)))]
     assert victims == [], (
         f"role alice holds 8 of 16 CPUs, its half beside role *; yet {len(victims)} of "
         f"alice's tasks were claimed for the frameworks in *; fair shares as preemption "

@@ -19,7 +19,7 @@ from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -45,10 +45,8 @@ def test_a_framework_that_wants_nothing_does_not_halve_its_roles_fair_share() ->
     )
     assert a.roles.share("alice") == a.roles.share("mallory")  # the allocator: even
 
-    claims = []
-    for now in range(6):  # a check a second, past preemption's timeout
-        claims += cycle.check(float(now)).claims
-    victims = [(v.framework_id, v.task_id) for c in claims for p in c.plans for v in p.victims]
+    # a check a second, past preemption's timeout
+    victims = [(v.framework_id, v.task_id) for v in doomed(cycle, map(float, range(6)))]
     assert victims == [], (
         f"roles alice and mallory, of weight 1, hold 4 of 8 CPUs each; yet {victims} were "
         f"claimed; fair shares as preemption reads them: {cycle.preemption.fair}"

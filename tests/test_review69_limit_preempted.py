@@ -19,7 +19,7 @@ from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -44,10 +44,8 @@ def test_a_role_at_its_limit_has_nobodys_tasks_killed_for_it() -> None:
     books.demand["mallory"] = [(dict(TASK.millis), 100)]  # (more than its limit lets it have)
     assert a.quota_stage.offerable("mallory", dict(SLAVE.millis)).get("cpus", 0) == 0
 
-    claims = []
-    for now in range(10):  # a check a second, past preemption's timeout
-        claims += cycle.check(float(now)).claims
-    victims = [(v.framework_id, v.task_id) for c in claims for p in c.plans for v in p.victims]
+    # a check a second, past preemption's timeout
+    victims = [(v.framework_id, v.task_id) for v in doomed(cycle, map(float, range(10)))]
     fair = cycle.preemption.fair
     assert victims == [], (
         f"mallory holds its role's limit of 2 CPUs, yet {victims} were claimed for it; "

@@ -23,7 +23,7 @@ from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, doomed
 
 R = Resources.parse
 
@@ -51,10 +51,8 @@ def test_a_victim_on_its_reservation_keeps_its_fair_share(s0_mem: str) -> None:
         books.demand[name] = [(dict(R("cpus:1").millis), 100)]
     assert a.dominant_share("alice") == 1.0
 
-    claims = []
-    for now in (20.0, 21.0, 22.0):  # past preemption's timeout
-        claims += cycle.check(now).claims
-    victims = [v.task_id for c in claims for p in c.plans for v in p.victims]
+    # past preemption's timeout
+    victims = [v.task_id for v in doomed(cycle, (20.0, 21.0, 22.0))]
     fair = cycle.preemption.fair["alice"]
     left = 8 - len(victims)
     assert left / 8 >= fair - 1e-9, (

@@ -19,7 +19,7 @@ from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096, disk=8192)
@@ -44,10 +44,8 @@ def test_a_victims_gap_in_a_resource_its_task_does_not_hold_does_not_shield_it()
         books.tasks[("hog", f"t{i}")] = RunningTask("hog", f"t{i}", slave, dict(TASK.millis), i)
     books.demand["prod"] = [(dict(TASK.millis), 4)]
 
-    claims = []
-    for now in (0.0, 1.0, 2.0, 3.0):  # past the guarantee's timeout
-        claims += cycle.check(now).claims
-    victims = sorted(v.task_id for c in claims for p in c.plans for v in p.victims)
+    # past the guarantee's timeout
+    victims = sorted(v.task_id for v in doomed(cycle, (0.0, 1.0, 2.0, 3.0)))
     assert len(victims) == 4, (
         f"prod, guaranteed 4 CPUs and holding none, had {victims} of hog's 8 tasks doomed: "
         f"hog keeps 4 CPUs against its guarantee of 2 either way; its disk gap is no task's"

@@ -6,7 +6,7 @@ tests share: a hog, A, filling the slaves, and a claimant, B."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from master.allocation.allocator import Allocator
@@ -143,3 +143,8 @@ def claimant_finishes(
             books.tasks.pop(("B", task_id))
             cycle.task_ended("B", task_id, finished=True, ran=ran, now=now, on=(slave, TASK))
             cycle.allocator.recover("B", slave, TASK)
+
+
+def doomed(cycle: OfferCycle, times: Iterable[float]) -> list[RunningTask]:
+    """The victims of the claims of a check at each of `times` in turn, in order."""
+    return [v for now in times for c in cycle.check(now).claims for p in c.plans for v in p.victims]
