@@ -22,13 +22,7 @@ from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
 from slave.isolator import PARENT, container_name, group_name
 
-from harness.cgroups import (
-    ROOT,
-    cgroup_path,
-    cgroups_slave,
-    destroy_cgroups,
-    kill_task,
-)
+from harness.cgroups import ROOT, cgroup_path, cgroups_slave, destroy_cgroups, kill_task
 from harness.helpers import eventually
 from harness.images import image  # noqa: F401  (the fixture: podman holds IMAGE)
 from harness.slave import Rig, master_rig
