@@ -19,7 +19,7 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
 from harness.fakes import FakeFramework, FakeSlave
-from harness.helpers import eventually, open_transport
+from harness.helpers import eventually, held_on, open_transport
 
 SLAVE = Resources(cpus=4, mem=1024)
 
@@ -75,12 +75,7 @@ class Failover:
 
     def held(self, slave_id: str) -> Resources:
         """What tasks hold of a slave (neither free nor offered)."""
-        books = self.master.books
-        offered = sum(
-            (o.resources for o in books.offers.values() if o.slave_id == slave_id), Resources()
-        )
-        free = self.master.allocator.free(slave_id) + offered
-        return books.slaves[slave_id].total.subtract_clamped(free)
+        return held_on(self.master, slave_id)
 
     def registry_store_removed(self) -> set[str]:
         """The framework ids whose removal the registry's store holds."""

@@ -146,6 +146,16 @@ def books_balance(master: Master) -> None:
             assert not any(d.overlap(other) for other in holders[i + 1 :]), holders
 
 
+def held_on(master: Master, slave_id: str) -> Resources:
+    """What tasks hold of a slave, anybody's or nobody's (neither free nor offered)."""
+    books = master.books
+    offered = sum(
+        (o.resources for o in books.offers.values() if o.slave_id == slave_id), Resources()
+    )
+    free = master.allocator.free(slave_id) + offered
+    return books.slaves[slave_id].total.subtract_clamped(free)
+
+
 def raw_client(url: BrokerURL, **kw: object) -> aiomqtt.Client:
     """A bare MQTT client as `url`'s principal (what an attacker would write)."""
     return aiomqtt.Client(
