@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from frameworks import Offer, build_task
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.ids import image_problem, task_problem
@@ -36,13 +34,8 @@ from harness.cgroups import (
 )
 from harness.helpers import eventually
 from harness.images import image  # noqa: F401  (the fixture: podman holds IMAGE)
-from harness.slave import Rig, master_rig
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
+from harness.slave import Rig
+from harness.slave import rig as rig
 
 
 def _podman_names() -> str:
