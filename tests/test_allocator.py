@@ -14,7 +14,7 @@ from master.allocation.ledger import AtOnce, Filter, wants_offer
 from master.allocation.sorter import Millis, Sorter
 from protocol.wire.resources import Resources
 
-from harness.allocation import NeverKept, replay, whole_or_nothing
+from harness.allocation import agree, answer_both, kept_and_walked, replay, whole_or_nothing
 
 GB = 1024
 
@@ -634,34 +634,15 @@ def test_rounds_that_keep_who_refuses_a_slave_offer_what_rounds_walking_the_orde
         cpus = free.get("cpus", 0) // 1000  # (everyone declines fewer than `fewer`)
         return cpus < fewer or (framework_id, cpus) in declining
 
-    kept, walked = Allocator(policy), Allocator(policy)
-    walked._lone = walked._refusing.lone = NeverKept()
-    both = (kept, walked)
+    kept, walked = kept_and_walked(policy)
     held: list[tuple[str, str, Resources]] = []
-    for op, i, now in replay(ops, both, held):
-        if op == "release" and held:
-            f, s, r = held.pop(i % len(held))
-            for a in both:
-                a.recover(f, s, r, refuse_seconds=3 if refuse_released else None, now=now)
-        elif op == "round":
-            # (every slave visited: each is asked)
-            told = whole_or_nothing(declines, 3) if simulated else None
-            made = kept.allocate(now, full=True, at_once=told)
-            assert made == walked.allocate(now, full=True, at_once=told)
-            for o in made:  # (offers declined as the round made them are not among them)
-                if declines(o.framework_id, dict(o.resources.millis)):  # (booked: declined)
-                    for a in both:
-                        a.recover(
-                            o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now
-                        )
-                else:
-                    held.append((o.framework_id, o.slave_id, o.resources))
-        assert list(kept.order()) == list(walked.order())
-        for fid, fw in kept.frameworks.items():
-            assert kept.allocation(fid) == walked.allocation(fid)
-            standing = {s: f for s, f in fw.filters.items() if f.expires > now}
-            theirs = walked.frameworks[fid].filters
-            assert standing == {s: f for s, f in theirs.items() if f.expires > now}
+    for op, i, now in replay(ops, (kept, walked), held):
+        # (every slave visited: each is asked)
+        answer_both(
+            kept, walked, op, i, now, held, declines,
+            refuse_released=refuse_released, simulated=simulated, full=True,
+        )  # fmt: skip
+        agree(kept, walked, now)
 
 
 def test_a_slave_all_frameworks_refuse_but_one_is_offered_to_it_without_a_walk(

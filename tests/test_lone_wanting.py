@@ -16,7 +16,7 @@ from master.allocation.refusing import PASSES
 from master.allocation.sorter import Millis
 from protocol.wire.resources import Resources
 
-from harness.allocation import NeverKept, replay, whole_or_nothing
+from harness.allocation import agree, answer_both, kept_and_walked, replay, whole_or_nothing
 
 OPS = st.lists(
     st.tuples(
@@ -70,34 +70,15 @@ def test_refusals_kept_through_who_wants_offers_offer_what_walking_the_order_wou
     def declines(framework_id: str, free: Millis) -> bool:  # (a framework's answer)
         return (framework_id, free.get("cpus", 0) // 1000) in declining
 
-    kept, walked = Allocator(policy), Allocator(policy)
-    walked._lone = walked._refusing.lone = NeverKept()
-    both = (kept, walked)
+    kept, walked = kept_and_walked(policy)
     held: list[tuple[str, str, Resources]] = []
-    for op, i, now in replay(ops, both, held):
-        if op == "release" and held:
-            f, s, r = held.pop(i % len(held))
-            for a in both:
-                a.recover(f, s, r, refuse_seconds=3 if refuse_released else None, now=now)
-        elif op == "round":
-            told = whole_or_nothing(declines, 3) if simulated else None
-            made = kept.allocate(now, full=not lean, at_once=told)
-            assert made == walked.allocate(now, full=True, at_once=told)
-            for o in made:
-                if declines(o.framework_id, dict(o.resources.millis)):  # (booked: declined)
-                    for a in both:
-                        a.recover(
-                            o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now
-                        )
-                else:
-                    held.append((o.framework_id, o.slave_id, o.resources))
+    for op, i, now in replay(ops, (kept, walked), held):
+        answer_both(
+            kept, walked, op, i, now, held, declines,
+            refuse_released=refuse_released, simulated=simulated, full=not lean,
+        )  # fmt: skip
         kept_as_filters_say(kept, now)
-        assert list(kept.order()) == list(walked.order())
-        for fid, fw in kept.frameworks.items():
-            assert kept.allocation(fid) == walked.allocation(fid)
-            standing = {s: f for s, f in fw.filters.items() if f.expires > now}
-            theirs = walked.frameworks[fid].filters
-            assert standing == {s: f for s, f in theirs.items() if f.expires > now}
+        agree(kept, walked, now)
 
 
 def test_a_framework_revived_is_offered_a_slave_the_others_refuse_without_a_walk() -> None:

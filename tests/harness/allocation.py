@@ -111,3 +111,55 @@ def replay(
         elif op == "fw-":
             held[:] = [h for h in held if h[0] != f"f{i}"]
         yield op, i, now
+
+
+def kept_and_walked(policy: str) -> tuple[Allocator, Allocator]:
+    """Two allocators of `policy`: one keeping who refuses each slave, as the master's
+    does, and one keeping nothing of it (every round walks the order)."""
+    kept, walked = Allocator(policy), Allocator(policy)
+    walked._lone = walked._refusing.lone = NeverKept()
+    return kept, walked
+
+
+def answer_both(
+    kept: Allocator,
+    walked: Allocator,
+    op: str,
+    i: int,
+    now: float,
+    held: list[tuple[str, str, Resources]],
+    declines: Callable[[str, Millis], bool],
+    *,
+    refuse_released: bool,
+    simulated: bool,
+    full: bool,
+) -> None:
+    """A drawn op's offers on both: `release` gives a held offer back to each (refused for
+    3 s if `refuse_released`); `round` makes the same offers of both (of every slave for
+    `kept` if `full`), declined as the round makes them if `simulated`, else the ones
+    `declines` booked and given back refused for 3 s; the rest are held."""
+    both = (kept, walked)
+    if op == "release" and held:
+        f, s, r = held.pop(i % len(held))
+        for a in both:
+            a.recover(f, s, r, refuse_seconds=3 if refuse_released else None, now=now)
+    elif op == "round":
+        told = whole_or_nothing(declines, 3) if simulated else None
+        made = kept.allocate(now, full=full, at_once=told)
+        assert made == walked.allocate(now, full=True, at_once=told)
+        for o in made:  # (offers declined as the round made them are not among them)
+            if declines(o.framework_id, dict(o.resources.millis)):  # (booked: declined)
+                for a in both:
+                    a.recover(o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now)
+            else:
+                held.append((o.framework_id, o.slave_id, o.resources))
+
+
+def agree(kept: Allocator, walked: Allocator, now: float) -> None:
+    """Both have the same order, allocations and filters standing at `now`."""
+    assert list(kept.order()) == list(walked.order())
+    for fid, fw in kept.frameworks.items():
+        assert kept.allocation(fid) == walked.allocation(fid)
+        standing = {s: f for s, f in fw.filters.items() if f.expires > now}
+        theirs = walked.frameworks[fid].filters
+        assert standing == {s: f for s, f in theirs.items() if f.expires > now}
