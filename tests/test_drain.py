@@ -7,7 +7,6 @@ tries the calls, or tries to keep its tasks on a draining slave, gains (nothing)
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -36,7 +35,7 @@ from protocol.wire.why import AskWhy, Why
 from harness.drain import ANY_OFFER, SMALL, operator
 from harness.fakes import FakeFramework, FakeSlave
 from harness.helpers import eventually
-from harness.master import FAST, GB, Cluster, T
+from harness.master import GB, Cluster, master_on
 from harness.master import cluster as cluster
 
 
@@ -221,17 +220,6 @@ async def test_why_says_a_framework_is_not_offered_a_draining_slave(cluster: Clu
     said = next(r for r in why.reasons if r.code == "maintenance")
     assert "s1" in said.message
     assert "drained: s1" in said.message  # (it ran nothing: drained at once)
-
-
-@contextlib.asynccontextmanager
-async def master_on(c: Cluster, registry: Registry, name: str) -> AsyncIterator[Master]:
-    bus = await c.stack.enter_async_context(c.connect(name=name))
-    master = Master(bus, T, FAST, registry=registry)
-    await master.start()
-    try:
-        yield master
-    finally:
-        await master.stop()
 
 
 async def test_a_drain_survives_a_failover_and_its_slave_coming_back() -> None:

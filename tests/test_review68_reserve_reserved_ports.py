@@ -15,11 +15,9 @@ launchable (no offer holds values for the refined count) nor offered to the rest
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from master.ha.registry import MemoryStore, Registry
-from master.master import Master
 from protocol.transport.aio import within
 from protocol.wire.discrete import parse_resources
 from protocol.wire.messages import Accept, Filters, OfferOperation
@@ -27,7 +25,7 @@ from protocol.wire.resources import Resources
 from slave.slave import Slave, SlaveConfig
 
 from harness.helpers import eventually
-from harness.master import FAST, Cluster, T
+from harness.master import Cluster, T, master_on
 from harness.master import cluster as cluster
 
 R = Resources.parse
@@ -56,18 +54,6 @@ async def test_reserved_ports_are_not_refined_by_a_reserve(cluster: Cluster) -> 
     await cluster.rounds_pass()
     after = master.books.slaves["s1"].total
     assert after == before, f"3 of svc's ports refined to svc/web, their values left: {after}"
-
-
-@contextlib.asynccontextmanager
-async def master_on(c: Cluster, registry: Registry, name: str) -> AsyncIterator[Master]:
-    """A master on `c`'s broker with `registry` (as tests/test_drain.py's failover)."""
-    bus = await c.stack.enter_async_context(c.connect(name=name))
-    master = Master(bus, T, FAST, registry=registry)
-    await master.start()
-    try:
-        yield master
-    finally:
-        await master.stop()
 
 
 async def real_slave(cluster: Cluster, work_dir: Path, n: int) -> Slave:
