@@ -20,10 +20,11 @@ from pathlib import Path
 from master.ha.registry import MemoryStore, Registry
 from protocol.transport.aio import within
 from protocol.wire.discrete import parse_resources
-from protocol.wire.messages import Accept, Filters, OfferOperation
+from protocol.wire.messages import OfferOperation
 from protocol.wire.resources import Resources
 from slave.slave import Slave, SlaveConfig
 
+from harness.fakes import operate
 from harness.helpers import eventually
 from harness.master import Cluster, T, master_on
 from harness.master import cluster as cluster
@@ -41,15 +42,7 @@ async def test_reserved_ports_are_not_refined_by_a_reserve(cluster: Cluster) -> 
     assert offer.resources["ports(svc)"] == 11
     before = master.books.slaves["s1"].total
     refine = OfferOperation(type="RESERVE", resources=R("ports(svc)(svc/web,):3"))
-    await fw.bus.publish(
-        fw.to_master,
-        Accept(
-            framework_id=fw.framework_id,
-            offer_ids=[offer.offer_id],
-            operations=[refine],
-            filters=Filters(refuse_seconds=0),
-        ),
-    )
+    await operate(fw, offer, refine)
     await eventually(lambda: offer.offer_id not in master.books.offers)
     await cluster.rounds_pass()
     after = master.books.slaves["s1"].total
@@ -92,15 +85,7 @@ async def test_a_tenants_refined_ports_keep_no_slave_from_registering(
     fw = await cluster.framework("web", role="svc/web")
     offer = await fw.next_offer()
     refine = OfferOperation(type="RESERVE", resources=R("ports(svc)(svc/web,):3"))
-    await fw.bus.publish(
-        fw.to_master,
-        Accept(
-            framework_id=fw.framework_id,
-            offer_ids=[offer.offer_id],
-            operations=[refine],
-            filters=Filters(refuse_seconds=0),
-        ),
-    )
+    await operate(fw, offer, refine)
     await eventually(lambda: offer.offer_id not in master.books.offers)
     await cluster.rounds_pass()
     await first.stop()
@@ -130,15 +115,7 @@ async def test_a_tenants_refined_ports_keep_no_slave_from_following_a_failover(
             fw = await c.framework("web", role="svc/web", failover_timeout=60)
             offer = await fw.next_offer()
             refine = OfferOperation(type="RESERVE", resources=R("ports(svc)(svc/web,):3"))
-            await fw.bus.publish(
-                fw.to_master,
-                Accept(
-                    framework_id=fw.framework_id,
-                    offer_ids=[offer.offer_id],
-                    operations=[refine],
-                    filters=Filters(refuse_seconds=0),
-                ),
-            )
+            await operate(fw, offer, refine)
             # (the rig waited for the refinement in the slave's checkpoint: refused now,
             # none comes; it waits for the Accept's answer)
             await eventually(lambda: offer.offer_id not in first.books.offers)

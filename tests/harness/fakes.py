@@ -23,6 +23,7 @@ from protocol.wire.messages import (
     FrameworkShutDown,
     Heartbeat,
     Offer,
+    OfferOperation,
     Offers,
     Register,
     RunTask,
@@ -151,6 +152,19 @@ class FakeFramework:
         u = found()
         assert u is not None
         return u.status
+
+
+async def operate(fw: FakeFramework, offer: Offer, *ops: OfferOperation) -> None:
+    """Accept an offer with operations and no task, refusing the rest for no time."""
+    await fw.bus.publish(
+        fw.to_master,
+        Accept(
+            framework_id=fw.framework_id,
+            offer_ids=[offer.offer_id],
+            operations=list(ops),
+            filters=Filters(refuse_seconds=0),
+        ),
+    )
 
 
 def graceful_tasks(

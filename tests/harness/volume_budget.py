@@ -4,10 +4,10 @@ another role makes one of its own on the same slave."""
 
 from __future__ import annotations
 
-from protocol.wire.messages import Accept, Error, Filters, OfferOperation
+from protocol.wire.messages import Error, OfferOperation
 from protocol.wire.resources import Resources
 
-from harness.fakes import FakeFramework
+from harness.fakes import FakeFramework, operate
 from harness.helpers import eventually
 from harness.master import Cluster
 
@@ -17,15 +17,7 @@ R = Resources.parse
 async def create(fw: FakeFramework, volumes: str) -> None:
     """`volumes` created on the framework's latest offer, the rest refused for no time."""
     offer = await fw.next_offer(after=fw.offer_count() - 1)
-    await fw.bus.publish(
-        fw.to_master,
-        Accept(
-            framework_id=fw.framework_id,
-            offer_ids=[offer.offer_id],
-            operations=[OfferOperation(type="CREATE", resources=R(volumes))],
-            filters=Filters(refuse_seconds=0),
-        ),
-    )
+    await operate(fw, offer, OfferOperation(type="CREATE", resources=R(volumes)))
 
 
 async def after_a_hogs_volumes(
