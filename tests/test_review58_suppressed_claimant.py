@@ -12,7 +12,7 @@ from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 
-from harness.cycle import SLAVE, TASK, Books, end_kills, hog_and_claimant
+from harness.cycle import SLAVE, TASK, Books, book_running, end_kills, hog_and_claimant
 
 
 def test_a_suppressed_claimant_has_others_tasks_killed_claim_after_claim() -> None:
@@ -54,8 +54,7 @@ def test_a_multi_role_claimant_suppressed_in_its_first_role_alone_does_the_same(
     cycle = OfferCycle(allocator, books, config)
     for i in range(8):
         slave = f"s{i % 2}"
-        allocator.allocate_existing("A", slave, TASK)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(allocator, books, "A", slave, f"t{i}", TASK, i)
     books.demand["B"] = [(dict(TASK.millis), 2)]
     cycle.suppress("B", ["b1"])  # (its first role alone: it still wants offers in b2)
     now, claims, killed = 0.0, [], 0
@@ -70,10 +69,7 @@ def test_a_multi_role_claimant_suppressed_in_its_first_role_alone_does_the_same(
                 )
                 continue
             allocator.recover(o.framework_id, o.slave_id, o.resources)
-            allocator.allocate_existing("A", o.slave_id, TASK)
-            books.tasks[("A", f"again{now}")] = RunningTask(
-                "A", f"again{now}", o.slave_id, dict(TASK.millis), now
-            )
+            book_running(allocator, books, "A", o.slave_id, f"again{now}", TASK, now)
         now += 1.0
     assert len(claims) <= 1, (
         f"{len(claims)} claims for B in {FIRST_WAIT:g}s ({killed} of A's tasks killed) at "

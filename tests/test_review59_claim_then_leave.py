@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle, Wish
 
-from harness.cycle import SLAVE, TASK, Books, end_kills, hog_fills
+from harness.cycle import SLAVE, TASK, Books, book_running, end_kills, hog_fills
 
 WINDOW = 600.0
 
@@ -43,8 +42,7 @@ def test_a_framework_that_leaves_with_its_claim_unjudged_leaves_its_tenant_no_wa
     cycle = OfferCycle(allocator, books, config)
     for i in range(8):  # A (honest) fills both slaves
         slave = f"s{i % 2}"
-        allocator.allocate_existing("A", slave, TASK)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(allocator, books, "A", slave, f"t{i}", TASK, i)
 
     def subscribe(n: int) -> str:
         fid = f"M{n}"

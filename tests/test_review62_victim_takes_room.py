@@ -22,11 +22,10 @@ tests/test_review59_slow_victims.py), a check and a round a second."""
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 
-from harness.cycle import SLAVE, TASK, Books, end_after_grace
+from harness.cycle import SLAVE, TASK, Books, book_running, end_after_grace
 
 GRACE = 30.0  # the victims' kill policy's grace: a service's, within --max-kill-grace
 WINDOW = 300.0  # seconds watched
@@ -43,10 +42,7 @@ def test_a_claimant_never_offered_the_room_is_not_counted_for_leaving_it_unused(
     cycle = OfferCycle(allocator, books, config)
 
     def run(framework_id: str, slave: str, task_id: str, now: float) -> None:
-        allocator.allocate_existing(framework_id, slave, TASK)
-        books.tasks[(framework_id, task_id)] = RunningTask(
-            framework_id, task_id, slave, dict(TASK.millis), now
-        )
+        book_running(allocator, books, framework_id, slave, task_id, TASK, now)
 
     for i in range(11):  # A fills the slaves but for C's one task
         run("A", f"s{i % 3}", f"t{i}", i)

@@ -18,9 +18,8 @@ offered back, and holding its share claims no more.
 from __future__ import annotations
 
 from master.allocation.claim_use import FIRST_WAIT
-from master.allocation.planning import RunningTask
 
-from harness.cycle import TASK, end_kills, hog_and_claimant
+from harness.cycle import TASK, book_running, end_kills, hog_and_claimant
 
 FAIR = 4  # tasks: half of 8 CPUs, each of the two roles'
 DAY = 86400.0
@@ -53,10 +52,7 @@ def test_second_long_tasks_in_freed_rooms_do_not_kill_anothers_tasks_again_and_a
                 continue
             allocator.recover(o.framework_id, o.slave_id, o.resources)  # A launches again
             if o.resources.contains(TASK):
-                allocator.allocate_existing("A", o.slave_id, TASK)
-                books.tasks[("A", f"again{now}")] = RunningTask(
-                    "A", f"again{now}", o.slave_id, dict(TASK.millis), now
-                )
+                book_running(allocator, books, "A", o.slave_id, f"again{now}", TASK, now)
         now += 1.0
     running_b = sum(1 for fid, _ in books.tasks if fid == "B")
     assert killed <= FAIR, (

@@ -19,7 +19,7 @@ from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books, doomed
+from harness.cycle import Books, book_running, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -38,8 +38,7 @@ def test_a_late_child_of_a_fifo_pool_does_not_preempt_the_first() -> None:
         books.roles[name] = f"batch/{name}"
     for i in range(8):  # first came first and took the cluster
         slave = f"s{i % 2}"
-        a.allocate_existing("first", slave, TASK)
-        books.tasks[("first", f"t{i}")] = RunningTask("first", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, "first", slave, f"t{i}", TASK, i)
     books.demand.update({"first": [(dict(TASK.millis), 8)], "late": [(dict(TASK.millis), 8)]})
     # the allocator keeps the pool's order: a task of first's ends, and first is offered it
     books.tasks.pop(("first", "t0"))

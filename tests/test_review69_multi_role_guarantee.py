@@ -15,13 +15,12 @@ from __future__ import annotations
 import pytest
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -44,8 +43,7 @@ def cluster(roles: list[str]) -> tuple[OfferCycle, Books]:
     cycle = OfferCycle(a, books, config)
     for i in range(12):
         fid, slave = ("hydra", f"s{i // 4}") if i < 6 else ("xena", f"s{i // 4}")
-        a.allocate_existing(fid, slave, TASK, "h-batch" if fid == "hydra" else None)
-        books.tasks[(fid, f"t{i}")] = RunningTask(fid, f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, fid, slave, f"t{i}", TASK, i, "h-batch" if fid == "hydra" else None)
     books.demand["hydra"] = [(dict(TASK.millis), 6)]
     return cycle, books
 

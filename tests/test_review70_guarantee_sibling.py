@@ -17,13 +17,12 @@ its guarantee for as long as prod/batch's tasks run (with --guarantee-timeout al
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books, doomed
+from harness.cycle import Books, book_running, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -44,8 +43,7 @@ def test_a_sub_roles_guarantee_takes_from_its_sibling_under_a_met_parent() -> No
     cycle = OfferCycle(a, books, config)
     for i in range(8):  # prod/batch runs on every CPU: prod at its guarantee
         slave = f"s{i // 4}"
-        a.allocate_existing("pb", slave, TASK)
-        books.tasks[("pb", f"t{i}")] = RunningTask("pb", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, "pb", slave, f"t{i}", TASK, i)
     books.demand["pw"] = [(dict(TASK.millis), 4)]
 
     # past the guarantee's timeout

@@ -17,13 +17,12 @@ from __future__ import annotations
 import pytest
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books, doomed
+from harness.cycle import Books, book_running, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096, disk=8192)
@@ -46,8 +45,7 @@ def test_a_guarantee_on_a_resource_its_tasks_do_not_use_takes_no_more_than_it_ca
     cycle = OfferCycle(a, books, config)
     for i in range(8):  # batch took every CPU
         slave = f"s{i // 4}"
-        a.allocate_existing("batch", slave, TASK)
-        books.tasks[("batch", f"t{i}")] = RunningTask("batch", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, "batch", slave, f"t{i}", TASK, i)
     books.demand["prod"] = [(dict(TASK.millis), 8)]
 
     # past the guarantee's timeout

@@ -15,13 +15,12 @@ same claim dooms xena's tasks (review 69's test).
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -42,8 +41,7 @@ def test_a_guaranteed_role_still_wanting_is_preempted_for_when_the_first_is_supp
     cycle = OfferCycle(a, books, config)
     for i in range(12):
         fid, slave = ("hydra", f"s{i // 4}") if i < 6 else ("xena", f"s{i // 4}")
-        a.allocate_existing(fid, slave, TASK, "h-batch" if fid == "hydra" else None)
-        books.tasks[(fid, f"t{i}")] = RunningTask(fid, f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, fid, slave, f"t{i}", TASK, i, "h-batch" if fid == "hydra" else None)
     books.demand["hydra"] = [(dict(TASK.millis), 6)]
     cycle.suppress("hydra", ["h-batch"])  # done with batch; h-web still wants offers
     assert not a.suppressed("hydra/h-web")

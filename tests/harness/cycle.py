@@ -84,8 +84,7 @@ def hog_and_claimant(slaves: int, demand: int) -> tuple[Allocator, Books, OfferC
     cycle = OfferCycle(allocator, books, config)
     for i in range(4 * slaves):
         slave = f"s{i % slaves}"
-        allocator.allocate_existing("A", slave, TASK)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(allocator, books, "A", slave, f"t{i}", TASK, i)
     books.demand["B"] = [(dict(TASK.millis), demand)]
     return allocator, books, cycle
 
@@ -107,10 +106,7 @@ def hog_fills(cycle: OfferCycle, books: Books, offer: Allocation, now: float) ->
     allocator = cycle.allocator
     allocator.recover(offer.framework_id, offer.slave_id, offer.resources)
     for n in range(int(offer.resources.quantities().get("cpus", 0))):
-        allocator.allocate_existing("A", offer.slave_id, TASK)
-        books.tasks[("A", f"r{now}-{n}")] = RunningTask(
-            "A", f"r{now}-{n}", offer.slave_id, dict(TASK.millis), now
-        )
+        book_running(allocator, books, "A", offer.slave_id, f"r{now}-{n}", TASK, now)
 
 
 def end_after_grace(
@@ -148,3 +144,15 @@ def claimant_finishes(
 def doomed(cycle: OfferCycle, times: Iterable[float]) -> list[RunningTask]:
     """The victims of the claims of a check at each of `times` in turn, in order."""
     return [v for now in times for c in cycle.check(now).claims for p in c.plans for v in p.victims]
+
+
+def book_running(
+    allocator: Allocator, books: Books, framework_id: str, slave_id: str, task_id: str,
+    resources: Resources, at: float, role: str | None = None,
+) -> None:  # fmt: skip
+    """A task of `framework_id` running on the slave since `at` (in `role`, of a framework
+    of several): its resources allocated, and it in the books."""
+    allocator.allocate_existing(framework_id, slave_id, resources, role)
+    books.tasks[(framework_id, task_id)] = RunningTask(
+        framework_id, task_id, slave_id, dict(resources.millis), at
+    )
