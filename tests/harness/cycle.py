@@ -13,6 +13,7 @@ from master.allocation.allocator import Allocator
 from master.allocation.ledger import Allocation
 from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
+from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle, Wish
 from protocol.wire.resources import Resources
 
@@ -156,3 +157,26 @@ def book_running(
     books.tasks[(framework_id, task_id)] = RunningTask(
         framework_id, task_id, slave_id, dict(resources.millis), at
     )
+
+
+def hydra_and_xena(roles: list[str]) -> tuple[OfferCycle, Books]:
+    """Review 69's multi-role guarantee: three slaves (12 CPUs), roles h-web (guaranteed 6
+    CPUs), h-batch and x, weight 1 each; hydra in `roles` holds 6 tasks in h-batch, and
+    wants 6 more; xena (role x) holds the other 6, 2 over its third. (hdrf; a guarantee
+    waits 1 s, a notice 1 s.)"""
+    config = CycleConfig(
+        policy="hdrf", preemption=PreemptionConfig(guarantee_timeout=1.0, notice=1.0)
+    )
+    a, books = Allocator("hdrf"), Books()
+    a.roles.set_quota("h-web", Quota(guarantee=Resources(cpus=6)))
+    a.add_framework("hydra", roles=roles)
+    a.add_framework("xena", "x")
+    books.roles.update({"hydra": roles[0], "xena": "x"})  # (as the master's: its first)
+    for i in range(3):
+        a.add_slave(f"s{i}", SLAVE)
+    cycle = OfferCycle(a, books, config)
+    for i in range(12):
+        fid, slave = ("hydra", f"s{i // 4}") if i < 6 else ("xena", f"s{i // 4}")
+        book_running(a, books, fid, slave, f"t{i}", TASK, i, "h-batch" if fid == "hydra" else None)
+    books.demand["hydra"] = [(dict(TASK.millis), 6)]
+    return cycle, books
