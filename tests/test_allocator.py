@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -15,7 +14,7 @@ from master.allocation.ledger import AtOnce, Filter, wants_offer
 from master.allocation.sorter import Millis, Sorter
 from protocol.wire.resources import Resources
 
-from harness.allocation import whole_or_nothing
+from harness.allocation import agree, answer_both, kept_and_walked, replay, whole_or_nothing
 
 GB = 1024
 
@@ -440,49 +439,6 @@ def test_declining_for_a_year_and_reviving_leaves_no_trail_and_filters_still_lap
     assert decline_all(60.5) == ["patient", "patient"]  # both its filters lapsed
 
 
-def change(a: Allocator, op: str, i: int, now: float) -> None:
-    """One change of the books a property test draws (`start`: three slaves and three
-    frameworks to begin with)."""
-    fid, sid = f"f{i}", f"s{i}"
-    if op == "start":
-        for n in range(3):
-            a.add_slave(f"s{n}", Resources(cpus=n + 1, mem=100 * (n + 1)))
-            a.add_framework(f"f{n}", role=f"r{n}")
-    elif op == "slave+" and sid not in a.slaves:
-        a.add_slave(sid, Resources(cpus=i + 1, mem=100 * (i + 1)))
-    elif op == "fw+" and fid not in a.frameworks:
-        a.add_framework(fid, role=f"r{i}")
-    elif op == "fw-" and fid in a.frameworks:
-        a.remove_framework(fid)
-    elif op == "suppress" and fid in a.frameworks:
-        a.suppress(fid)
-    elif op == "revive" and fid in a.frameworks:
-        a.revive(fid)
-    elif op == "hold" and fid in a.frameworks and f"s{i % 3}" in a.slaves:
-        a.reserve(f"s{i % 3}", fid, Resources(cpus=1), now + 2.0)  # (preemption's)
-
-
-def replay(
-    ops: list[tuple[str, int]], both: tuple[Allocator, ...], held: list[tuple[str, str, Resources]]
-) -> Iterator[tuple[str, int, float]]:
-    """The drawn changes made to each allocator (`change`: three slaves and three
-    frameworks to begin with), half a second apart (`wait`: longer); each op is given back
-    with its index and time for the test's own. `held`: what the test holds of the offers,
-    a framework's gone with it."""
-    for a in both:
-        change(a, "start", 0, 0.0)
-    now = 0.0
-    for op, i in ops:
-        now += 0.5
-        for a in both:
-            change(a, op, i, now)
-        if op == "wait":
-            now += 2.0 * i  # (filters of 3 s lapse meanwhile, or not)
-        elif op == "fw-":
-            held[:] = [h for h in held if h[0] != f"f{i}"]
-        yield op, i, now
-
-
 SKIP_OPS = st.lists(
     st.tuples(
         st.sampled_from(
@@ -649,13 +605,6 @@ def test_a_slave_declined_as_it_is_offered_goes_to_the_next_in_order_that_takes_
             assert standing == {s: f for s, f in theirs.items() if f.expires > now}
 
 
-class NeverKept(dict):  # type: ignore[type-arg]
-    """An allocator's `_lone` that keeps nothing: every round walks the order."""
-
-    def __setitem__(self, key: object, value: object) -> None:
-        pass
-
-
 @settings(max_examples=300, deadline=None)
 @given(
     DECLINE_OPS,
@@ -685,34 +634,15 @@ def test_rounds_that_keep_who_refuses_a_slave_offer_what_rounds_walking_the_orde
         cpus = free.get("cpus", 0) // 1000  # (everyone declines fewer than `fewer`)
         return cpus < fewer or (framework_id, cpus) in declining
 
-    kept, walked = Allocator(policy), Allocator(policy)
-    walked._lone = walked._refusing.lone = NeverKept()
-    both = (kept, walked)
+    kept, walked = kept_and_walked(policy)
     held: list[tuple[str, str, Resources]] = []
-    for op, i, now in replay(ops, both, held):
-        if op == "release" and held:
-            f, s, r = held.pop(i % len(held))
-            for a in both:
-                a.recover(f, s, r, refuse_seconds=3 if refuse_released else None, now=now)
-        elif op == "round":
-            # (every slave visited: each is asked)
-            told = whole_or_nothing(declines, 3) if simulated else None
-            made = kept.allocate(now, full=True, at_once=told)
-            assert made == walked.allocate(now, full=True, at_once=told)
-            for o in made:  # (offers declined as the round made them are not among them)
-                if declines(o.framework_id, dict(o.resources.millis)):  # (booked: declined)
-                    for a in both:
-                        a.recover(
-                            o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now
-                        )
-                else:
-                    held.append((o.framework_id, o.slave_id, o.resources))
-        assert list(kept.order()) == list(walked.order())
-        for fid, fw in kept.frameworks.items():
-            assert kept.allocation(fid) == walked.allocation(fid)
-            standing = {s: f for s, f in fw.filters.items() if f.expires > now}
-            theirs = walked.frameworks[fid].filters
-            assert standing == {s: f for s, f in theirs.items() if f.expires > now}
+    for op, i, now in replay(ops, (kept, walked), held):
+        # (every slave visited: each is asked)
+        answer_both(
+            kept, walked, op, i, now, held, declines,
+            refuse_released=refuse_released, simulated=simulated, full=True,
+        )  # fmt: skip
+        agree(kept, walked, now)
 
 
 def test_a_slave_all_frameworks_refuse_but_one_is_offered_to_it_without_a_walk(

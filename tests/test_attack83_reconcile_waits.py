@@ -12,20 +12,16 @@ mallory (the hostile tenant), and a new leader on the same registry.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from test_failover_slave_claims import Failover, T, reregister
+from test_failover_slave_claims import T
 
-from cluster.local.secure import provision
 from master import reconcile_waits
-from master.ha.registry import MemoryStore
-from protocol.transport.memory import MemoryBroker
 from protocol.wire.framework import Reconcile, ReconcileTask
 from protocol.wire.messages import MAX_RECONCILE_TASKS, Update
 
+from harness.failover import Failover, failover_cluster, reregister
 from harness.fakes import FakeFramework
 from harness.helpers import eventually, open_transport
 
@@ -35,16 +31,6 @@ PRINCIPALS = [
     ("mallory", "framework"),
 ]
 pytestmark = pytest.mark.timeout(240)
-
-
-@contextlib.asynccontextmanager
-async def failover_cluster(tmp_path: Path) -> AsyncIterator[Failover]:
-    store = provision(tmp_path / "auth", PRINCIPALS)
-    broker = MemoryBroker(store.principals.values())
-    async with contextlib.AsyncExitStack() as stack:
-        c = Failover(store, broker, stack, MemoryStore(), None)  # type: ignore[arg-type]
-        c.master = await c.start_master("master-1")
-        yield c
 
 
 async def framework(name: str, c: Failover, i: int) -> FakeFramework:
@@ -94,7 +80,7 @@ class LagProbe:
 async def test_kept_asks_answered_as_their_slave_returns_do_not_stall_the_master(
     tmp_path: Path,
 ) -> None:
-    async with failover_cluster(tmp_path) as c:
+    async with failover_cluster(tmp_path, PRINCIPALS, T) as c:
         sa = await c.slave("slave-a", "sa")
         await c.fail_over()  # sa is of the registry and has not re-registered: recovering
         assert "sa" in c.master.books.recovering
@@ -121,7 +107,7 @@ async def test_a_tenants_frameworks_together_keep_no_more_asks_than_the_bound(
     """The bound stands for what one tenant may make the master keep: one principal's
     frameworks together should be held to it, as its frameworks share its rate limit."""
     monkeypatch.setattr(reconcile_waits, "MAX_WAITING", 1_000)  # (250,000 in production)
-    async with failover_cluster(tmp_path) as c:
+    async with failover_cluster(tmp_path, PRINCIPALS, T) as c:
         await c.slave("slave-a", "sa")
         await c.fail_over()
         assert "sa" in c.master.books.recovering

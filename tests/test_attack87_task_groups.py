@@ -17,8 +17,6 @@ from frameworks import (
     Filters,
     Offer,
     Resources,
-    Scheduler,
-    SchedulerDriver,
     TaskInfo,
     TaskState,
     build_task,
@@ -26,19 +24,19 @@ from frameworks import (
 from master.master import MasterConfig
 from protocol.wire.messages import DrainSlave
 
+from harness.groups import EXECUTOR, KEEP_OUT, TASK
 from harness.helpers import (
     InProcess,
     Recorder,
     books_balance,
     eventually,
+    framework,
+    held,
     in_process_cluster,
     open_transport,
 )
 
 CLUSTER = "groups87"
-EXECUTOR = Resources(cpus=0.1, mem=32)
-TASK = Resources(cpus=0.25, mem=32)
-KEEP_OUT = Filters(refuse_seconds=3600)
 pytestmark = pytest.mark.timeout(90)
 
 
@@ -47,29 +45,6 @@ async def cluster(tmp_path: Path) -> AsyncIterator[InProcess]:
     config = MasterConfig(allocation_interval=0.1)
     async with in_process_cluster(CLUSTER, tmp_path, config, slaves=1) as c:
         yield c
-
-
-@contextlib.asynccontextmanager
-async def framework(cluster: InProcess, scheduler: Scheduler) -> AsyncIterator[SchedulerDriver]:
-    driver = SchedulerDriver(scheduler, name="pods", broker=cluster.connect, cluster=CLUSTER)
-    await driver.start()
-    try:
-        yield driver
-    finally:
-        driver.stop()
-        await driver.join()
-
-
-def held(c: InProcess, framework_id: str, slave_id: str) -> Resources:
-    offered = sum(
-        (
-            r.resources
-            for r in c.master.books.offers.values()
-            if r.framework_id == framework_id and r.slave_id == slave_id
-        ),
-        Resources(),
-    )
-    return c.master.allocator.held(framework_id, slave_id) - offered
 
 
 @pytest.mark.parametrize("wait", [0.0, 0.05], ids=["at-once", "after-exited"])

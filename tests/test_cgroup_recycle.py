@@ -22,8 +22,8 @@ from slave.isolator import PARENT, container_name
 from harness.cgroups import (  # noqa: F401
     ROOT,
     cgroup_path,
+    cgroups_slave,
     need_cgroups,
-    new_slave_id,
     rig,
     task_cgroup,
 )
@@ -159,9 +159,7 @@ async def test_a_cgroup_is_not_recycled_with_what_the_next_task_would_inherit(
 async def test_a_task_loops_next_task_gets_the_last_ones_cgroup_with_nothing_of_it(
     rig: Rig,  # noqa: F811
 ) -> None:
-    fw = await rig.framework()
-    sid = new_slave_id()
-    slave = await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    fw, sid, slave = await cgroups_slave(rig)
     resources = Resources(cpus=0.5, mem=128)
     await rig.launch(fw, "true", "first", resources)
     await fw.update_for("first", TaskState.RUNNING)

@@ -7,21 +7,18 @@ tries the calls, or tries to keep its tasks on a draining slave, gains (nothing)
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 
 import pytest
 
 from master.books import DRAINED, DRAINING
 from master.ha.registry import MemoryStore, Registry
 from master.master import Master
-from protocol.transport.base import Transport
 from protocol.wire.messages import (
     DeactivateSlave,
     DrainSlave,
     Error,
     FrameworkCapability,
     KillTask,
-    Offer,
     ReactivateSlave,
     Reason,
     Registered,
@@ -35,34 +32,11 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.why import AskWhy, Why
 
+from harness.drain import ANY_OFFER, SMALL, operator
 from harness.fakes import FakeFramework, FakeSlave
-from harness.helpers import Inbox, eventually, open_transport
-from harness.master import FAST, GB, Cluster, T
+from harness.helpers import eventually
+from harness.master import GB, Cluster, master_on
 from harness.master import cluster as cluster
-
-SMALL = Resources(cpus=1, mem=GB)
-# what a task on s1 was launched on (its TaskInfo names only the slave of it)
-ANY_OFFER = Offer(offer_id="o", framework_id="f", slave_id="s1", hostname="s1", resources=SMALL)
-
-
-class Operator:
-    """An operator principal on the bus, and the errors it is answered with."""
-
-    def __init__(self, bus: Transport) -> None:
-        self.bus, self.answers = bus, Inbox()
-
-    async def call(self, message: Wire) -> None:
-        await self.bus.publish(T.inbound("operator", "ops"), message)
-
-    async def refused(self, about: str) -> Error:
-        return await self.answers.wait_for(Error, lambda e: e.about == about)
-
-
-async def operator(c: Cluster) -> Operator:
-    bus = await open_transport(c.stack, c.connect, "ops", inbox=T.operator("ops"))
-    ops = Operator(bus)
-    await bus.subscribe(T.operator("ops"), ops.answers)
-    return ops
 
 
 async def running_task(c: Cluster, fw: FakeFramework, slave: FakeSlave, task_id: str = "t1") -> int:
@@ -246,17 +220,6 @@ async def test_why_says_a_framework_is_not_offered_a_draining_slave(cluster: Clu
     said = next(r for r in why.reasons if r.code == "maintenance")
     assert "s1" in said.message
     assert "drained: s1" in said.message  # (it ran nothing: drained at once)
-
-
-@contextlib.asynccontextmanager
-async def master_on(c: Cluster, registry: Registry, name: str) -> AsyncIterator[Master]:
-    bus = await c.stack.enter_async_context(c.connect(name=name))
-    master = Master(bus, T, FAST, registry=registry)
-    await master.start()
-    try:
-        yield master
-    finally:
-        await master.stop()
 
 
 async def test_a_drain_survives_a_failover_and_its_slave_coming_back() -> None:

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -36,17 +35,12 @@ from protocol.wire.resources import Resources
 
 from harness.fakes import FakeFramework
 from harness.helpers import eventually
-from harness.slave import Rig, T, group_members, master_rig, reap, slave_process
+from harness.slave import Rig, T, group_members, reap, slave_process
+from harness.slave import rig as rig
 
 # a task that takes SIGTERM and carries on: only SIGKILL ends it
 STUBBORN = "trap 'echo ignored' TERM; echo up > ready; while :; do sleep 0.05; done"
 DEAF_EXECUTOR = f"{sys.executable} {Path(__file__).parent / 'programs' / 'deaf_executor.py'}"
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
 
 
 async def drain(rig: Rig, message: DrainSlave) -> None:

@@ -12,25 +12,16 @@ same registry."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from cluster.local.secure import provision
-from master.ha.registry import MemoryStore, Registry
-from master.master import Master, MasterConfig
-from protocol.tooling.credentials import Store
-from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import (
     Error,
     KillTask,
     Offer,
     Offers,
-    Reregister,
     RunningTask,
     RunTask,
     ShutdownFramework,
@@ -44,6 +35,7 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.slave import Slave, SlaveConfig
 
+from harness.failover import SLAVE, Failover, failover_cluster, reregister
 from harness.fakes import FakeFramework, FakeSlave
 from harness.helpers import eventually, open_transport
 
@@ -54,89 +46,8 @@ PRINCIPALS = [
     ("slave-b", "slave"),
     ("alice", "framework"),
 ]
-SLAVE = Resources(cpus=4, mem=1024)
 TASK = Resources(cpus=1, mem=64)
 pytestmark = pytest.mark.timeout(60)
-
-
-@dataclass
-class Failover:
-    store: Store
-    broker: MemoryBroker
-    stack: contextlib.AsyncExitStack
-    registry: MemoryStore
-    master: Master
-
-    async def start_master(self, name: str) -> Master:
-        bus = await open_transport(self.stack, self.broker.connector("master"), name)
-        registry = Registry(self.registry)
-        await registry.load()
-        config = MasterConfig(
-            allocation_interval=0.05, heartbeat_interval=0.5, principals=self.store.principals_file
-        )
-        master = Master(bus, T, config, registry=registry)
-        await master.start()
-        self.stack.push_async_callback(master.stop)
-        return master
-
-    async def fail_over(self) -> None:
-        """The leader dies; a new one reads the registry and leads."""
-        await self.master.stop()
-        await self.master.bus.close()
-        self.master = await self.start_master("master-2")
-
-    async def slave(self, principal: str, slave_id: str) -> FakeSlave:
-        bus = await open_transport(
-            self.stack, self.broker.connector(principal), slave_id, inbox=None
-        )
-        slave = FakeSlave(bus, T, slave_id, SLAVE)
-        await slave.register()
-        await eventually(lambda: slave_id in self.master.books.slaves)
-        return slave
-
-    async def framework(self, principal: str) -> FakeFramework:
-        bus = await open_transport(self.stack, self.broker.connector(principal), principal)
-        fw = FakeFramework(bus, T, "in")
-        await bus.subscribe(T.outbox("framework", principal) + "/#", fw.receive)
-        return fw
-
-    async def rounds_pass(self, n: int = 3) -> None:
-        """Let `n` allocation rounds run (to show that something did *not* happen)."""
-        target = self.master.offer_rounds.count + n
-        await eventually(lambda: self.master.offer_rounds.count >= target)
-
-    def held(self, slave_id: str) -> Resources:
-        """What tasks hold of a slave (neither free nor offered)."""
-        books = self.master.books
-        offered = sum(
-            (o.resources for o in books.offers.values() if o.slave_id == slave_id), Resources()
-        )
-        free = self.master.allocator.free(slave_id) + offered
-        return books.slaves[slave_id].total.subtract_clamped(free)
-
-
-@contextlib.asynccontextmanager
-async def failover_cluster(tmp_path: Path) -> AsyncIterator[Failover]:
-    store = provision(tmp_path / "auth", PRINCIPALS)
-    broker = MemoryBroker(store.principals.values())
-    async with contextlib.AsyncExitStack() as stack:
-        c = Failover(store, broker, stack, MemoryStore(), None)  # type: ignore[arg-type]
-        c.master = await c.start_master("master-1")
-        yield c
-
-
-async def reregister(slave: FakeSlave, tasks: list[RunningTask], owners: dict[str, str]) -> None:
-    await slave.bus.publish(
-        slave.to_master,
-        Reregister(
-            slave_id=slave.slave_id,
-            hostname=f"{slave.slave_id}.local",
-            resources=slave.resources,
-            incarnation=slave.bus.incarnation,
-            tasks=tasks,
-            owners=owners,
-        ),
-    )
 
 
 async def alice_runs_t0_on_sa(
@@ -175,7 +86,7 @@ async def test_a_slave_cannot_take_another_slaves_task_in_the_failover_window(
     the compromised host and leave what it uses on slave-a's host free to offer: the
     task's resources would be given twice (a launch on them the slave refuses, or runs
     over its limits), and t0's updates would be heard from the wrong slave."""
-    async with failover_cluster(tmp_path) as c:
+    async with failover_cluster(tmp_path, PRINCIPALS, T) as c:
         sa, sb, alice, fid, run = await alice_runs_t0_on_sa(c)
         await eventually(lambda: c.held("sa") == TASK)
 
@@ -213,7 +124,7 @@ async def test_a_slave_cannot_end_another_slaves_task_in_the_failover_window(
     host comes back with t0 the master kills it there as a task that already ended. A
     slave speaks for its own tasks only: an update of a task it did not bring back (nor
     said is ending) is not its to send."""
-    async with failover_cluster(tmp_path) as c:
+    async with failover_cluster(tmp_path, PRINCIPALS, T) as c:
         sa, sb, alice, fid, run = await alice_runs_t0_on_sa(c)
 
         await c.fail_over()
@@ -246,7 +157,7 @@ async def test_a_slave_restarted_brings_its_tasks_back_to_a_new_leader_with_thei
     """The proof a launch gives its task is kept in the slave's journal: a slave restarted
     on its work dir re-registers with a new leader, and its task is booked as its
     framework's again (not held by nobody as a claim without proof)."""
-    async with failover_cluster(tmp_path) as c:
+    async with failover_cluster(tmp_path, PRINCIPALS, T) as c:
 
         async def real_slave() -> Slave:
             bus = await open_transport(
@@ -294,7 +205,7 @@ async def test_a_framework_torn_down_stays_removed_across_a_failover(tmp_path: P
     one did: her framework id is refused as removed, and when slave-a's host comes back
     naming t0 it is told to shut her framework down and nothing is held for t0 (before,
     t0 was held by nobody for ever, and her id subscribed again as a new framework)."""
-    async with failover_cluster(tmp_path) as c:
+    async with failover_cluster(tmp_path, PRINCIPALS, T) as c:
         sa, _, alice, fid, run = await alice_runs_t0_on_sa(c)
         await alice.bus.publish(alice.to_master, Teardown(framework_id=fid))
         await eventually(lambda: fid in c.master.registry.removed)

@@ -54,7 +54,7 @@ from slave.slave import Slave, SlaveConfig
 
 from harness.disk import HeldSync
 from harness.fakes import FakeFramework, party
-from harness.helpers import Inbox, eventually, open_transport
+from harness.helpers import Inbox, eventually, open_transport, start_master
 
 T = Topics("fleet")
 SLAVES = 1000
@@ -251,10 +251,7 @@ async def memory_fleet(
 ) -> tuple[Master, Fleet]:
     """A master and a fleet of `count` slaves (principal rack1) on the memory transport,
     once the master has every slave."""
-    master_bus = await open_transport(stack, broker.connector(None), "master")
-    master = Master(master_bus, T, CONFIG)
-    await master.start()
-    stack.push_async_callback(master.stop)
+    master = await start_master(stack, broker.connector(None), T, CONFIG)
     inbox = T.outbox("slave", "rack1")
     bus = await open_transport(stack, broker.connector("rack1"), "fleet", inbox=inbox)
     fleet = Fleet(bus, T, "rack1")  # type: ignore[arg-type]

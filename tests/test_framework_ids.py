@@ -58,7 +58,7 @@ from protocol.wire.topics import Topics
 
 from conftest import need_mosquitto
 from harness.fakes import FakeFramework, FakeSlave
-from harness.helpers import Recorder, eventually, open_transport, secure_cluster
+from harness.helpers import Recorder, eventually, held_on, open_transport, secure_cluster
 
 T = Topics("ids")
 PRINCIPALS = [
@@ -175,12 +175,7 @@ class Cluster:
 
     def held(self, slave_id: str) -> Resources:
         """What tasks hold of a slave, anybody's or nobody's (neither free nor offered)."""
-        books = self.master.books
-        offered = sum(
-            (o.resources for o in books.offers.values() if o.slave_id == slave_id), Resources()
-        )
-        free = self.master.allocator.free(slave_id) + offered
-        return books.slaves[slave_id].total.subtract_clamped(free)
+        return held_on(self.master, slave_id)
 
     def running(self, framework_id: str) -> int:
         fw = self.master.books.frameworks.get(framework_id)

@@ -6,12 +6,8 @@ A real broker, master and slave in process."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import (
     CommandCheck,
     HealthCheck,
@@ -21,13 +17,8 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 
-from harness.slave import Rig, master_rig
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
+from harness.slave import Rig
+from harness.slave import rig as rig
 
 
 @pytest.mark.parametrize("env", [{"BAD": "a\0b"}, {"A=B": "x"}], ids=["nul-value", "eq-name"])

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,6 @@ from master.http.metrics import exposition, registry_for
 from protocol import logs
 from protocol import mesos_json as mj
 from protocol.health_checker import CheckState, check_health, http_probe
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
 from protocol.transport.aio import within
 from protocol.wire.messages import (
@@ -49,13 +48,8 @@ from harness.fakes import FakeFramework
 from harness.health import statuses, verdict
 from harness.helpers import eventually
 from harness.shared_slave import ALICE, T, shared_slave
-from harness.slave import Rig, http_server, master_rig
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
+from harness.slave import Rig, http_server
+from harness.slave import rig as rig
 
 
 def quick(kind: HealthCheckType, failures: int = 2, **check: object) -> HealthCheck:

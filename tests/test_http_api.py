@@ -46,7 +46,15 @@ from slave.config import SlaveConfig
 from slave.slave import Slave
 
 from conftest import need_mosquitto
-from harness.helpers import basic, eventually, open_transport, secure_cluster, state_when, until
+from harness.helpers import (
+    basic,
+    eventually,
+    open_transport,
+    secure_cluster,
+    start_master,
+    state_when,
+    until,
+)
 
 CLUSTER = "http"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("slave-0", "slave"),
@@ -108,10 +116,7 @@ async def live(tmp_path: Path) -> AsyncIterator[Live]:
         http=HttpConfig(port=0, credentials=store.path),
     )
     async with contextlib.AsyncExitStack() as stack:
-        bus = await open_transport(stack, broker.connector("master"), "master")
-        master = Master(bus, topics, config)
-        await master.start()
-        stack.push_async_callback(master.stop)
+        master = await start_master(stack, broker.connector("master"), topics, config)
         for i in range(2):
             name = f"slave-{i}"
             slave_bus = await open_transport(

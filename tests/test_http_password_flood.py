@@ -24,7 +24,7 @@ from protocol.tooling.credentials import Store
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.topics import Topics
 
-from harness.helpers import basic, eventually, open_transport
+from harness.helpers import basic, eventually, start_master
 
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("alice", "framework")]
 FLOOD = 300
@@ -36,10 +36,7 @@ async def master_with_http(stack: contextlib.AsyncExitStack, store: Store, clust
     config = MasterConfig(
         principals=store.principals_file, http=HttpConfig(port=0, credentials=store.path)
     )
-    bus = await open_transport(stack, broker.connector("master"), "master")
-    master = Master(bus, Topics(cluster), config)
-    await master.start()
-    stack.push_async_callback(master.stop)
+    master = await start_master(stack, broker.connector("master"), Topics(cluster), config)
     await eventually(lambda: bool(master.web_ui))
     return master
 

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from frameworks import Offer, build_task
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.ids import image_problem, task_problem
@@ -28,6 +26,7 @@ from slave.runners import CommandRunner, Run
 from harness.cgroups import (
     ROOT,
     cgroup_path,
+    cgroups_slave,
     destroy_cgroups,
     kill_task,
     new_slave_id,
@@ -35,13 +34,8 @@ from harness.cgroups import (
 )
 from harness.helpers import eventually
 from harness.images import image  # noqa: F401  (the fixture: podman holds IMAGE)
-from harness.slave import Rig, master_rig
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
+from harness.slave import Rig
+from harness.slave import rig as rig
 
 
 def _podman_names() -> str:
@@ -58,9 +52,7 @@ async def test_an_image_task_runs_in_its_cgroup_with_its_sandbox_and_output(
     rig: Rig,
     image: str,  # noqa: F811  (the fixture)
 ) -> None:
-    fw = await rig.framework()
-    sid = new_slave_id()
-    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    fw, sid, _ = await cgroups_slave(rig)
     script = "cat /proc/self/cgroup; echo made > made.txt; echo oops >&2; echo $MESOS_SANDBOX"
     await rig.launch(fw, script, "boxed", Resources(cpus=0.5, mem=64), image=image)
     await fw.update_for("boxed", TaskState.FINISHED, timeout=60)
@@ -85,9 +77,7 @@ async def test_an_image_task_is_held_to_its_memory_and_fails_with_the_reason(
     rig: Rig,
     image: str,  # noqa: F811  (the fixture)
 ) -> None:
-    fw = await rig.framework()
-    sid = new_slave_id()
-    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    fw, _, _ = await cgroups_slave(rig)
     # dd's block is one buffer of 200 MB, filled at once
     hog = "dd if=/dev/zero of=/dev/null bs=200M count=1"
     await rig.launch(fw, hog, "hog", Resources(cpus=0.5, mem=32), image=image)
@@ -100,9 +90,7 @@ async def test_an_image_task_killed_ends_killed_and_leaves_no_container(
     rig: Rig,
     image: str,  # noqa: F811  (the fixture)
 ) -> None:
-    fw = await rig.framework()
-    sid = new_slave_id()
-    slave = await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    fw, sid, slave = await cgroups_slave(rig)
     await rig.launch(fw, "echo up; sleep 300", "long", Resources(cpus=0.5, mem=64), image=image)
     await fw.update_for("long", TaskState.RUNNING, timeout=30)
     runner = slave.tasks[(fw.framework_id, "long")].runner
@@ -142,9 +130,7 @@ async def test_an_image_the_slave_does_not_hold_fails_saying_so(
     rig: Rig,
     image: str,  # noqa: F811  (the fixture)
 ) -> None:
-    fw = await rig.framework()
-    sid = new_slave_id()
-    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    fw, _, _ = await cgroups_slave(rig)
     await rig.launch(fw, "true", "nope", Resources(cpus=0.5, mem=64), image="localhost/no-such:1")
     failed = await fw.update_for("nope", TaskState.FAILED, timeout=60)
     assert failed.reason == Reason.CONTAINER_LAUNCH_FAILED

@@ -45,6 +45,7 @@ from slave.isolator import (
 from harness.cgroups import (
     ROOT,
     cgroup_path,
+    cgroups_slave,
     destroy_cgroups,
     kill_task,
     need_cgroups,
@@ -236,9 +237,7 @@ async def test_a_task_whose_child_is_oom_killed_is_failed_though_its_shell_lives
 
 
 async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig) -> None:
-    fw = await rig.framework()
-    sid = new_slave_id()
-    slave = await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    fw, sid, slave = await cgroups_slave(rig)
     # a daemon: forked twice, a session and process group of its own (killpg misses it)
     daemon = "sh -c 'setsid sleep 300 & echo $! > daemon.pid'; sleep 300"
     await rig.launch(fw, daemon, "d", Resources(cpus=0.1, mem=64))
@@ -258,9 +257,7 @@ async def test_a_double_fork_stays_in_the_cgroup_and_dies_with_its_task(rig: Rig
 
 
 async def test_a_finished_tasks_cgroup_is_removed(rig: Rig) -> None:
-    fw = await rig.framework()
-    sid = new_slave_id()
-    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    fw, sid, _ = await cgroups_slave(rig)
     await rig.launch(fw, "sleep 0.2 & true", "short", Resources(cpus=0.1, mem=64))
     await fw.update_for("short", TaskState.FINISHED)
     await eventually(

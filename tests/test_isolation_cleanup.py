@@ -20,7 +20,7 @@ from slave import cgroup_upkeep
 from slave.cgroups import MB, Cgroups, detect
 from slave.isolator import PARENT, CgroupsIsolator, container_name
 
-from harness.cgroups import ROOT, cgroup_path, need_cgroups, new_slave_id
+from harness.cgroups import ROOT, cgroup_path, cgroups_slave, need_cgroups, new_slave_id
 from harness.helpers import eventually
 from harness.slave import Rig, master_rig
 
@@ -43,9 +43,7 @@ def _charged(memory: Path) -> int:
 async def test_a_task_that_wrote_files_leaves_no_page_cache_when_its_cgroup_goes(
     rig: Rig,
 ) -> None:
-    fw = await rig.framework()
-    sid = new_slave_id()
-    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    fw, sid, _ = await cgroups_slave(rig)
     parent = cgroup_path(sid)
     # 8 MB of page cache charged to the task: its sandbox's files, dirty at its end
     write = "head -c 4000000 /dev/zero > a; mkdir -p d; head -c 4000000 /dev/zero > d/b"

@@ -7,14 +7,12 @@ slave's --max-kill-grace."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from protocol import mesos_json as mj
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import (
     FrameworkCapability,
     Kill,
@@ -28,7 +26,8 @@ from protocol.wire.resources import Resources
 
 from harness.fakes import FakeFramework
 from harness.helpers import eventually
-from harness.slave import Rig, T, group_members, master_rig
+from harness.slave import Rig, T, group_members
+from harness.slave import rig as rig
 
 # a task that finishes its work on SIGTERM: 1.5 s of it (over the rig slave's default
 # grace of 1 s), then a mark in its sandbox; `ready` once its trap is set
@@ -54,12 +53,6 @@ PYTHON_HANDLER = (
     'signal.signal(signal.SIGTERM, bye); pathlib.Path("ready").write_text("up")\n'
     "while True: time.sleep(0.05)'"
 )
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
 
 
 async def launch(

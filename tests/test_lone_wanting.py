@@ -16,7 +16,7 @@ from master.allocation.refusing import PASSES
 from master.allocation.sorter import Millis
 from protocol.wire.resources import Resources
 
-from harness.allocation import whole_or_nothing
+from harness.allocation import agree, answer_both, kept_and_walked, replay, whole_or_nothing
 
 OPS = st.lists(
     st.tuples(
@@ -29,43 +29,6 @@ OPS = st.lists(
     ),
     max_size=70,
 )  # fmt: skip
-
-# a framework's offer filters: the master's minimum, anything, a slave's worth, none's
-MINIMUMS: list[list[Resources] | None] = [
-    None,
-    [],
-    [Resources(cpus=2)],
-    [Resources(cpus=64)],  # (fits no slave: it leaves the order, `hopeless`)
-]
-
-
-class NeverKept(dict):  # type: ignore[type-arg]
-    """An allocator's `lone` that keeps nothing: every round walks the order."""
-
-    def __setitem__(self, key: object, value: object) -> None:
-        pass
-
-
-def change(a: Allocator, op: str, i: int, now: float) -> None:
-    fid, sid = f"f{i}", f"s{i}"
-    if op == "start":
-        for n in range(3):
-            a.add_slave(f"s{n}", Resources(cpus=n + 1, mem=100 * (n + 1)))
-            a.add_framework(f"f{n}", role=f"r{n}")
-    elif op == "slave+" and sid not in a.slaves:
-        a.add_slave(sid, Resources(cpus=i + 1, mem=100 * (i + 1)))
-    elif op == "fw+" and fid not in a.frameworks:
-        a.add_framework(fid, role=f"r{i}")
-    elif fid not in a.frameworks:
-        return
-    elif op == "fw-":
-        a.remove_framework(fid)
-    elif op in ("suppress", "revive", "deactivate", "activate"):
-        getattr(a, op)(fid)
-    elif op == "minimum":
-        a.set_min_allocatable(fid, MINIMUMS[int(now * 2) % len(MINIMUMS)])
-    elif op == "hold" and f"s{i % 3}" in a.slaves:
-        a.reserve(f"s{i % 3}", fid, Resources(cpus=1), now + 2.0)
 
 
 def kept_as_filters_say(a: Allocator, now: float) -> None:
@@ -107,44 +70,15 @@ def test_refusals_kept_through_who_wants_offers_offer_what_walking_the_order_wou
     def declines(framework_id: str, free: Millis) -> bool:  # (a framework's answer)
         return (framework_id, free.get("cpus", 0) // 1000) in declining
 
-    kept, walked = Allocator(policy), Allocator(policy)
-    walked._lone = walked._refusing.lone = NeverKept()
-    both = (kept, walked)
+    kept, walked = kept_and_walked(policy)
     held: list[tuple[str, str, Resources]] = []
-    for a in both:
-        change(a, "start", 0, 0.0)
-    now = 0.0
-    for op, i in ops:
-        now += 0.5
-        for a in both:
-            change(a, op, i, now)
-        if op == "wait":
-            now += 2.0 * i  # (filters of 3 s lapse meanwhile, or not)
-        elif op == "fw-":
-            held[:] = [h for h in held if h[0] != f"f{i}"]
-        elif op == "release" and held:
-            f, s, r = held.pop(i % len(held))
-            for a in both:
-                a.recover(f, s, r, refuse_seconds=3 if refuse_released else None, now=now)
-        elif op == "round":
-            told = whole_or_nothing(declines, 3) if simulated else None
-            made = kept.allocate(now, full=not lean, at_once=told)
-            assert made == walked.allocate(now, full=True, at_once=told)
-            for o in made:
-                if declines(o.framework_id, dict(o.resources.millis)):  # (booked: declined)
-                    for a in both:
-                        a.recover(
-                            o.framework_id, o.slave_id, o.resources, refuse_seconds=3, now=now
-                        )
-                else:
-                    held.append((o.framework_id, o.slave_id, o.resources))
+    for op, i, now in replay(ops, (kept, walked), held):
+        answer_both(
+            kept, walked, op, i, now, held, declines,
+            refuse_released=refuse_released, simulated=simulated, full=not lean,
+        )  # fmt: skip
         kept_as_filters_say(kept, now)
-        assert list(kept.order()) == list(walked.order())
-        for fid, fw in kept.frameworks.items():
-            assert kept.allocation(fid) == walked.allocation(fid)
-            standing = {s: f for s, f in fw.filters.items() if f.expires > now}
-            theirs = walked.frameworks[fid].filters
-            assert standing == {s: f for s, f in theirs.items() if f.expires > now}
+        agree(kept, walked, now)
 
 
 def test_a_framework_revived_is_offered_a_slave_the_others_refuse_without_a_walk() -> None:

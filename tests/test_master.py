@@ -49,7 +49,7 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.slave import CheckpointResources
 
-from harness.fakes import FakeFramework, FakeSlave
+from harness.fakes import FakeFramework, FakeSlave, operate
 from harness.helpers import books_balance, eventually
 from harness.master import FAST, GB, Cluster, T, encode_raw
 from harness.master import cluster as cluster
@@ -639,13 +639,7 @@ async def reserved_two_cpus(cluster: Cluster) -> FakeSlave:
     s1 = await cluster.slave("s1", Resources(cpus=4, mem=4 * GB))
     offer = await a.next_offer()
     reserve = OfferOperation(type="RESERVE", resources=Resources.parse("cpus(team,):2"))
-    await a.bus.publish(
-        a.to_master,
-        Accept(
-            framework_id=a.framework_id, offer_ids=[offer.offer_id], operations=[reserve],
-            filters=Filters(refuse_seconds=0),
-        ),
-    )  # fmt: skip
+    await operate(a, offer, reserve)
     await s1.inbox.wait_for(CheckpointResources)
     return s1
 

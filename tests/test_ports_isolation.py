@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import Reason, TaskState, Update
@@ -24,13 +22,8 @@ from slave.ports_isolator import listening_sockets, ports_of, squatted
 from harness.fakes import FakeFramework
 from harness.helpers import eventually
 from harness.ports import answers, ports
-from harness.slave import Rig, master_rig, port_server
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
+from harness.slave import Rig, port_server
+from harness.slave import rig as rig
 
 
 async def serve(

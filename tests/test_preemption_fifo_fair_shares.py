@@ -14,13 +14,12 @@ import pytest
 from master.allocation.allocator import Allocator
 from master.allocation.fair_shares import Contender, fair_allocation
 from master.allocation.ideal import User, ideal
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
 from harness.allocation import fill
-from harness.cycle import Books
+from harness.cycle import Books, book_running
 
 TASK = Resources(cpus=1, mem=1024)
 
@@ -55,8 +54,7 @@ def test_a_late_child_of_a_fifo_pool_is_not_starving() -> None:
         books.demand[name] = [(dict(TASK.millis), 8)]
     for i in range(8):
         slave = f"s{i % 2}"
-        a.allocate_existing("first", slave, TASK)
-        books.tasks[("first", f"t{i}")] = RunningTask("first", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, "first", slave, f"t{i}", TASK, i)
     cycle.check(10.0)
     assert cycle.preemption.fair == {"first": 1.0, "late": 0.0}
     assert "late" not in cycle.preemption.starving_since

@@ -5,13 +5,12 @@ room of its own (a hostile tenant's review: each test failed before its fix)."""
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running
 
 R = Resources.parse
 
@@ -38,8 +37,7 @@ def test_a_framework_whose_own_reservation_fits_it_preempts_nobody() -> None:
     cycle.wants_offers("B", False)
     for i in range(8):
         slave = f"s{i % 2}"
-        allocator.allocate_existing("A", slave, task)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(task.millis), i)
+        book_running(allocator, books, "A", slave, f"t{i}", task, i)
     books.demand["B"] = [(dict(task.millis), 2)]
     cycle.wants_offers("B", True)
     assert allocator.free("s2") == R("cpus(B):1;mem(B):1024")  # B's own, idle: room for one
@@ -67,8 +65,7 @@ def test_a_role_whose_idle_reservation_meets_its_guarantee_preempts_nobody() -> 
     cycle.wants_offers("B", False)
     for i in range(8):
         slave = f"s{i % 2}"
-        allocator.allocate_existing("A", slave, task)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(task.millis), i)
+        book_running(allocator, books, "A", slave, f"t{i}", task, i)
     books.demand["B"] = [(dict(task.millis), 2)]
     cycle.wants_offers("B", True)
     assert not allocator.quota_stage.lack("B")  # the quota stage: B's guarantee is met

@@ -62,7 +62,15 @@ from protocol.wire.messages import (
     TaskInfo,
 )
 
-from harness.helpers import Inbox, InProcess, eventually, in_process_cluster, open_transport, until
+from harness.helpers import (
+    Inbox,
+    InProcess,
+    Recorder,
+    eventually,
+    in_process_cluster,
+    open_transport,
+    until,
+)
 
 # --- each principal's queue, at its rate limit ---------------------------------------------
 
@@ -342,15 +350,13 @@ def limits_view(url: str) -> dict[str, Any]:
     return body
 
 
-class Greedy(Scheduler):
+class Greedy(Recorder):
     """Launches on its first `tries` offers (its limit refuses them); declines the rest."""
 
     def __init__(self, tries: int) -> None:
+        super().__init__()
         self.tries = tries
         self.offered: dict[str, Offer] = {}  # the offers it tried to launch on
-        self.statuses: list[TaskStatus] = []
-        self.errors: list[str] = []
-        self.changed = asyncio.Event()
 
     async def resource_offers(self, driver: SchedulerDriver, offers: list[Offer]) -> None:
         for offer in offers:
@@ -361,14 +367,6 @@ class Greedy(Scheduler):
                 await driver.launch_tasks([offer.offer_id], [task], Filters(refuse_seconds=0))
             else:
                 await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=3600))
-        self.changed.set()
-
-    async def status_update(self, driver: SchedulerDriver, status: TaskStatus) -> None:
-        self.statuses.append(status)
-        self.changed.set()
-
-    async def error(self, driver: SchedulerDriver, message: str) -> None:
-        self.errors.append(message)
         self.changed.set()
 
 

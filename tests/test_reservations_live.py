@@ -11,8 +11,9 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import Error, OfferOperation, Revive
 from protocol.wire.resources import Resources
 
+from harness.fakes import operate
 from harness.helpers import eventually
-from harness.reservations import framework, master, offer_with, operate, slave
+from harness.reservations import framework, master, offer_with, slave
 
 R = Resources.parse
 

@@ -16,16 +16,15 @@ tests/test_framework_ids.py, the master's --max-failover-timeout set to 1 s)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from pathlib import Path
 
 import pytest
 from test_framework_ids import TASK, cluster, run_tasks
 
-from protocol.wire.messages import ShutdownFramework
 from protocol.wire.resources import Resources
 
+from harness.fakes import heartbeating, told_to_shut_down
 from harness.helpers import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -50,29 +49,13 @@ async def test_an_orphaned_framework_holds_its_tasks_no_longer_than_the_most_fai
         assert c.master.books.orphans.owners(mid) == {"mallory"}
         assert c.held("sa") == TASK.scaled(3)
 
-        shutdowns = len(c.slave.inbox.of(ShutdownFramework))
-
-        def told() -> bool:
-            return any(
-                s.framework_id == mid for s in c.slave.inbox.of(ShutdownFramework)[shutdowns:]
-            )
-
-        async def heartbeats() -> None:  # (the slave stays: a live one heartbeats)
-            while True:
-                await c.slave.heartbeat()
-                await asyncio.sleep(0.2)
-
-        beating = asyncio.create_task(heartbeats())
-        try:
+        told = told_to_shut_down(c.slave, mid)
+        async with heartbeating(c.slave):  # (the slave stays: a live one heartbeats)
             with contextlib.suppress(TimeoutError):
                 await c.slave.inbox.wait_until(told, timeout=MAX_FAILOVER + WAITED)
             with contextlib.suppress(AssertionError):  # (freed once the slave says so)
                 await eventually(lambda: c.held("sa") == Resources(), timeout=2)
             held = c.held("sa")
-        finally:
-            beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beating
         assert held == Resources(), (
             f"{MAX_FAILOVER + WAITED:g} s after the restart mallory's orphaned framework "
             f"{mid} still holds {held} of the slave (counted in nobody's share), with a most "

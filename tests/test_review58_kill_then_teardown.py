@@ -12,27 +12,20 @@ runs on, its kill policy's grace 10 s."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import Kill, KillPolicy, TaskState, Teardown
 from protocol.wire.resources import Resources
 
 from harness.helpers import eventually
-from harness.slave import Rig, T, master_rig
+from harness.slave import Rig, T
+from harness.slave import rig as rig
 
 pytestmark = pytest.mark.timeout(60)
 GRACE = 10.0
 SLAVE = Resources(cpus=2, mem=1024)
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
 
 
 def alive(pid: int) -> bool:

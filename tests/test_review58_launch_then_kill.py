@@ -6,33 +6,14 @@ room waits 60 s, doubling; one that launches and kills waits for nothing."""
 
 from __future__ import annotations
 
-from master.allocation.allocator import Allocator
 from master.allocation.claim_use import FIRST_WAIT
 from master.allocation.planning import RunningTask
-from master.allocation.preemption import PreemptionConfig
-from master.cycle import CycleConfig, OfferCycle
-from protocol.wire.resources import Resources
 
-from harness.cycle import Books
-
-TASK = Resources(cpus=1, mem=1024)
-SLAVE = Resources(cpus=4, mem=4096)
+from harness.cycle import TASK, hog_and_claimant
 
 
 def test_a_claimant_that_launches_and_kills_at_once_claims_again_and_again() -> None:
-    config = CycleConfig(preemption=PreemptionConfig(timeout=5.0, notice=2.0))
-    allocator, books = Allocator("drf"), Books()
-    for name in ("A", "B"):
-        allocator.add_framework(name, name)
-        books.roles[name] = name
-    for i in range(2):
-        allocator.add_slave(f"s{i}", SLAVE)
-    cycle = OfferCycle(allocator, books, config)
-    for i in range(8):
-        slave = f"s{i % 2}"
-        allocator.allocate_existing("A", slave, TASK)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
-    books.demand["B"] = [(dict(TASK.millis), 2)]  # (it declares two again after each)
+    allocator, books, cycle = hog_and_claimant(2, 2)  # (it declares two again after each)
     now, claims, killed, ran, fresh = 0.0, [], 0, 0, False
     while now < FIRST_WAIT:  # a check and a round a second
         plan = cycle.check(now)

@@ -15,15 +15,13 @@ their grace."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from pathlib import Path
 
 import pytest
 from test_framework_ids import TASK, cluster, run_tasks
 from test_review57_orphans_forever import MAX_FAILOVER, WAITED
 
-from protocol.wire.messages import ShutdownFramework
+from harness.fakes import heartbeating, told_to_shut_down
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,26 +37,10 @@ async def test_an_orphaned_frameworks_tasks_in_their_grace_keep_their_room(
         await c.reregister()
         assert c.held("sa") == TASK.scaled(3)  # (orphans, held by nobody)
         c.slave.ends_shut_down_frameworks = False  # (its tasks in their grace: not ended)
-        shutdowns = len(c.slave.inbox.of(ShutdownFramework))
-
-        def told() -> bool:
-            return any(
-                s.framework_id == mid for s in c.slave.inbox.of(ShutdownFramework)[shutdowns:]
-            )
-
-        async def heartbeats() -> None:  # (the slave stays: a live one heartbeats)
-            while True:
-                await c.slave.heartbeat()
-                await asyncio.sleep(0.2)
-
-        beating = asyncio.create_task(heartbeats())
-        try:
+        told = told_to_shut_down(c.slave, mid)
+        async with heartbeating(c.slave):  # (the slave stays: a live one heartbeats)
             await c.slave.inbox.wait_until(told, timeout=MAX_FAILOVER + WAITED)
             held = c.held("sa")  # (the slave has said nothing since: its tasks run on)
-        finally:
-            beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beating
         assert held == TASK.scaled(3), (
             f"the orphaned framework {mid} was shut down and its 3 tasks, in their grace, "
             f"still run; the master holds {held} of the slave for them, free to offer"

@@ -11,51 +11,18 @@ from master.allocation.claim_use import FIRST_WAIT
 from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
-from protocol.wire.resources import Resources
 
-from harness.cycle import Books
-
-TASK = Resources(cpus=1, mem=1024)
-SLAVE = Resources(cpus=4, mem=4096)
-
-
-def hog_and_claimant() -> tuple[OfferCycle, Books]:
-    """A fills both slaves; B declares two tasks and keeps its offers suppressed."""
-    config = CycleConfig(preemption=PreemptionConfig(timeout=5.0, notice=2.0))
-    allocator, books = Allocator("drf"), Books()
-    for name in ("A", "B"):
-        allocator.add_framework(name, name)
-        books.roles[name] = name
-    for i in range(2):
-        allocator.add_slave(f"s{i}", SLAVE)
-    cycle = OfferCycle(allocator, books, config)
-    for i in range(8):
-        slave = f"s{i % 2}"
-        allocator.allocate_existing("A", slave, TASK)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
-    books.demand["B"] = [(dict(TASK.millis), 2)]
-    cycle.wants_offers("B", False)  # suppressed, its demand declared
-    return cycle, books
-
-
-def kill_and_give_back(cycle: OfferCycle, books: Books, now: float) -> None:
-    """Every due victim is killed and ends; once the hold is over A takes the room back
-    (as the master's next round offers it to A, which launches)."""
-    for kill in cycle.kills_due(now):
-        books.tasks.pop((kill.framework_id, kill.task_id))
-        cycle.task_ended(kill.framework_id, kill.task_id, finished=False, ran=1.0, now=now)
-        cycle.allocator.recover(kill.framework_id, kill.slave_id, TASK)
+from harness.cycle import SLAVE, TASK, Books, book_running, end_kills, hog_and_claimant
 
 
 def test_a_suppressed_claimant_has_others_tasks_killed_claim_after_claim() -> None:
-    cycle, books = hog_and_claimant()
+    _, books, cycle = hog_and_claimant(2, 2)  # A fills both slaves; B declares two tasks
+    cycle.wants_offers("B", False)  # suppressed, its demand declared
     now, claims, killed = 0.0, [], 0
     while now < FIRST_WAIT:  # a check a second, as the master's (its interval: 1 s here)
         plan = cycle.check(now)
         claims += [now for c in plan.claims if c.claimant == "B"]
-        before = len(books.tasks)
-        kill_and_give_back(cycle, books, now)
-        killed += before - len(books.tasks)
+        killed += end_kills(cycle, books, now)  # once the hold is over A takes the room back
         offers = cycle.round(now).offers
         assert all(o.framework_id != "B" for o in offers)  # (suppressed: never offered)
         for o in offers:  # A launches in what it is offered back
@@ -87,17 +54,14 @@ def test_a_multi_role_claimant_suppressed_in_its_first_role_alone_does_the_same(
     cycle = OfferCycle(allocator, books, config)
     for i in range(8):
         slave = f"s{i % 2}"
-        allocator.allocate_existing("A", slave, TASK)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(allocator, books, "A", slave, f"t{i}", TASK, i)
     books.demand["B"] = [(dict(TASK.millis), 2)]
     cycle.suppress("B", ["b1"])  # (its first role alone: it still wants offers in b2)
     now, claims, killed = 0.0, [], 0
     while now < FIRST_WAIT:
         plan = cycle.check(now)
         claims += [now for c in plan.claims if c.claimant == "B"]
-        before = len(books.tasks)
-        kill_and_give_back(cycle, books, now)
-        killed += before - len(books.tasks)
+        killed += end_kills(cycle, books, now)  # once the hold is over A takes the room back
         for o in cycle.round(now).offers:
             if o.framework_id == "B":  # (in b2: declined)
                 allocator.recover(
@@ -105,10 +69,7 @@ def test_a_multi_role_claimant_suppressed_in_its_first_role_alone_does_the_same(
                 )
                 continue
             allocator.recover(o.framework_id, o.slave_id, o.resources)
-            allocator.allocate_existing("A", o.slave_id, TASK)
-            books.tasks[("A", f"again{now}")] = RunningTask(
-                "A", f"again{now}", o.slave_id, dict(TASK.millis), now
-            )
+            book_running(allocator, books, "A", o.slave_id, f"again{now}", TASK, now)
         now += 1.0
     assert len(claims) <= 1, (
         f"{len(claims)} claims for B in {FIRST_WAIT:g}s ({killed} of A's tasks killed) at "

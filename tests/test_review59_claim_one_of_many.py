@@ -13,34 +13,16 @@ killed, 240 tasks of its own run in 600 s."""
 
 from __future__ import annotations
 
-from master.allocation.allocator import Allocator
 from master.allocation.planning import RunningTask
-from master.allocation.preemption import PreemptionConfig
-from master.cycle import CycleConfig, OfferCycle
-from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import TASK, claimant_finishes, end_kills, hog_and_claimant, hog_fills
 
-TASK = Resources(cpus=1, mem=1024)
-SLAVE = Resources(cpus=4, mem=4096)
 RUNS = 20.0  # seconds each of the claimant's tasks runs, then finishes
 WINDOW = 600.0
 
 
 def test_a_claim_whose_rooms_are_all_but_one_left_unused_counts_as_unused() -> None:
-    config = CycleConfig(preemption=PreemptionConfig(timeout=5.0, notice=2.0))
-    allocator, books = Allocator("drf"), Books()
-    for name in ("A", "B"):
-        allocator.add_framework(name, name)
-        books.roles[name] = name
-    for i in range(4):
-        allocator.add_slave(f"s{i}", SLAVE)
-    cycle = OfferCycle(allocator, books, config)
-    for i in range(16):  # A (honest) fills the four slaves
-        slave = f"s{i % 4}"
-        allocator.allocate_existing("A", slave, TASK)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
-    books.demand["B"] = [(dict(TASK.millis), 8)]
+    allocator, books, cycle = hog_and_claimant(4, 8)  # A (honest) fills the four slaves
     now, claims, killed, ran = 0.0, 0, 0, 0
     ending: dict[str, tuple[float, str]] = {}  # B's tasks: when they finish, where
     one_run = False  # B ran its one task since its last claim
@@ -48,17 +30,8 @@ def test_a_claim_whose_rooms_are_all_but_one_left_unused_counts_as_unused() -> N
         plan = cycle.check(now)
         if any(c.claimant == "B" for c in plan.claims):
             claims, one_run = claims + 1, False
-        for kill in cycle.kills_due(now):
-            books.tasks.pop((kill.framework_id, kill.task_id))
-            cycle.task_ended(kill.framework_id, kill.task_id, finished=False, ran=1.0, now=now)
-            allocator.recover(kill.framework_id, kill.slave_id, TASK)
-            killed += 1
-        for task_id, (at, slave) in list(ending.items()):
-            if at <= now:
-                del ending[task_id]
-                books.tasks.pop(("B", task_id))
-                cycle.task_ended("B", task_id, finished=True, ran=RUNS, now=now, on=(slave, TASK))
-                allocator.recover("B", slave, TASK)
+        killed += end_kills(cycle, books, now)
+        claimant_finishes(cycle, books, ending, now, RUNS)
         for o in cycle.round(now).offers:
             if o.framework_id == "B":
                 if o.resources.contains(TASK) and not one_run:  # one task, the rest back
@@ -73,12 +46,7 @@ def test_a_claim_whose_rooms_are_all_but_one_left_unused_counts_as_unused() -> N
                 else:
                     allocator.recover("B", o.slave_id, o.resources, refuse_seconds=3600.0, now=now)
                 continue
-            allocator.recover(o.framework_id, o.slave_id, o.resources)  # A launches again
-            for n in range(int(o.resources.quantities().get("cpus", 0))):
-                allocator.allocate_existing("A", o.slave_id, TASK)
-                books.tasks[("A", f"r{now}-{n}")] = RunningTask(
-                    "A", f"r{now}-{n}", o.slave_id, dict(TASK.millis), now
-                )
+            hog_fills(cycle, books, o, now)  # A launches again
         now += 1.0
     # the room freed and left unused is bounded by the waits (60 s, 120 s, 240 s...): at
     # most 4 claims of 8 rooms in 600 s, were each such claim counted unused

@@ -16,15 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle, Wish
-from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import SLAVE, TASK, Books, book_running, end_kills, hog_fills
 
-TASK = Resources(cpus=1, mem=1024)
-SLAVE = Resources(cpus=4, mem=4096)
 WINDOW = 600.0
 
 
@@ -46,8 +42,7 @@ def test_a_framework_that_leaves_with_its_claim_unjudged_leaves_its_tenant_no_wa
     cycle = OfferCycle(allocator, books, config)
     for i in range(8):  # A (honest) fills both slaves
         slave = f"s{i % 2}"
-        allocator.allocate_existing("A", slave, TASK)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(allocator, books, "A", slave, f"t{i}", TASK, i)
 
     def subscribe(n: int) -> str:
         fid = f"M{n}"
@@ -63,11 +58,7 @@ def test_a_framework_that_leaves_with_its_claim_unjudged_leaves_its_tenant_no_wa
         plan = cycle.check(now)
         claimed = [c for c in plan.claims if c.claimant == mallory]
         claims += [now for _ in claimed]
-        for kill in cycle.kills_due(now):
-            books.tasks.pop((kill.framework_id, kill.task_id))
-            cycle.task_ended(kill.framework_id, kill.task_id, finished=False, ran=1.0, now=now)
-            allocator.recover(kill.framework_id, kill.slave_id, TASK)
-            killed += 1
+        killed += end_kills(cycle, books, now)
         if claimed:  # torn down at once, its claim unjudged; the next one subscribes
             cycle.forget(mallory, now)  # (as the master tells it: when)
             allocator.remove_framework(mallory)
@@ -80,12 +71,7 @@ def test_a_framework_that_leaves_with_its_claim_unjudged_leaves_its_tenant_no_wa
                     o.framework_id, o.slave_id, o.resources, refuse_seconds=5.0, now=now
                 )
                 continue
-            allocator.recover(o.framework_id, o.slave_id, o.resources)  # A launches again
-            for n in range(int(o.resources.quantities().get("cpus", 0))):
-                allocator.allocate_existing("A", o.slave_id, TASK)
-                books.tasks[("A", f"r{now}-{n}")] = RunningTask(
-                    "A", f"r{now}-{n}", o.slave_id, dict(TASK.millis), now
-                )
+            hog_fills(cycle, books, o, now)  # A launches again
         now += 1.0
     # a tenant that leaves claims unused waits 60 s, 120 s, 240 s...: 4 claims in 600 s
     assert len(claims) <= 4, (

@@ -17,9 +17,8 @@ import pytest
 
 from protocol.wire.messages import Offer, ShutdownFramework, TaskInfo, TaskState, Teardown
 from protocol.wire.resources import Resources
-from protocol.wire.values import KillPolicy
 
-from harness.fakes import FakeFramework
+from harness.fakes import FakeFramework, graceful_tasks, offered
 from harness.helpers import eventually
 from harness.master import Cluster
 from harness.master import cluster as cluster
@@ -29,17 +28,8 @@ SLAVE = Resources(cpus=4, mem=4096)
 TASK = Resources(cpus=1, mem=1024)
 
 
-def offered(m: FakeFramework, b: FakeFramework, seen: tuple[int, int]) -> bool:
-    return (m.offer_count(), b.offer_count()) != seen
-
-
 def tasks(fw: FakeFramework, offer: Offer, prefix: str, n: int) -> list[TaskInfo]:
-    return [
-        fw.task(offer, TASK, f"{prefix}{i}").model_copy(
-            update={"kill_policy": KillPolicy(grace_period=60)}
-        )
-        for i in range(n)
-    ]
+    return graceful_tasks(fw, offer, TASK, prefix, n)
 
 
 async def test_a_torn_down_tenants_dying_tasks_count_in_its_share(cluster: Cluster) -> None:

@@ -13,18 +13,13 @@ reaches that bound, not the host's. alice's task is then launched: it should run
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-from protocol.transport.aio import within
-
-from harness.helpers import eventually, need_root
+from harness.helpers import eventually
+from harness.pid_rig import scenario_in_pid_namespace
 
 pytestmark = pytest.mark.timeout(120)
 PID_MAX = 1500  # the rig's namespace's: its own pids, the slave's and the tasks'
@@ -94,36 +89,7 @@ async def scenario() -> dict[str, object]:
 
 
 async def test_a_tenants_task_cannot_take_the_pid_space_from_the_others() -> None:
-    need_root()
-    unshare = shutil.which("unshare")
-    assert unshare is not None
-    here = Path(__file__).parent
-    code = (
-        f"import asyncio, json, sys; sys.path[:0] = [{str(here)!r}]; "
-        "import test_review59_pid_space as t; "
-        "print('RESULT ' + json.dumps(asyncio.run(t.scenario())), flush=True)"
-    )
-    shell = (
-        f"echo {PID_MAX} > /proc/sys/kernel/pid_max 2>/dev/null || {{ echo NO_PID_MAX; exit 0; }}; "
-        'exec "$@"'
-    )
-    proc = await asyncio.create_subprocess_exec(
-        unshare, "--pid", "--fork", "--mount-proc", "--kill-child", "--",
-        "/bin/sh", "-c", shell, "rig", sys.executable, "-c", code,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        cwd=here.parent, start_new_session=True,
-    )  # fmt: skip
-    try:
-        out, _ = await within(proc.communicate(), 100)
-    finally:
-        if proc.returncode is None:  # (its namespace's init: the rest dies with it)
-            proc.kill()
-            await proc.wait()
-    if b"NO_PID_MAX" in out:
-        pytest.skip("this kernel keeps no pid_max per PID namespace (Linux 6.14+)")
-    lines = [line for line in out.decode().splitlines() if line.startswith("RESULT ")]
-    assert lines, out.decode()[-3000:]
-    result = json.loads(lines[-1][len("RESULT ") :])
+    result = await scenario_in_pid_namespace("test_review59_pid_space", PID_MAX, 100)
     alice = result["alice"]
     assert (alice["state"], alice["stdout"]) == ("FINISHED", "hello\n"), (
         f"mallory's one task (1 GB of the slave's 2) held {result['mallory_threads']} "

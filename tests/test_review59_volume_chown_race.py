@@ -20,20 +20,18 @@ race: the launch is tried again, 100 times at most, until the decoy changes owne
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 
 import pytest
 
 from protocol.wire.messages import (
-    CheckpointResources,
     TaskState,
 )
 from protocol.wire.resources import Resources
 
-from harness.helpers import eventually
-from harness.shared_slave import MALLORY, Shared, T, shared_slave
+from harness.shared_slave import MALLORY, shared_slave
+from harness.volume_race import keep_volume, launch, relaunch, start_racer
 
 pytestmark = pytest.mark.timeout(240)
 VOLUME = "disk(mallory,mallory)[v1:a/b/sbin]"
@@ -57,44 +55,23 @@ def owner(path: Path) -> int:
     return os.lstat(path).st_uid
 
 
-async def launch(s: Shared, task_id: str, command: str, volume: bool) -> None:
-    """A task of mallory's (with her volume, if `volume`)."""
-    resources = Resources(cpus=0.1, mem=64) + (Resources({VOLUME: 16}) if volume else Resources())
-    await s.master.run("mallory", MALLORY, task_id, command, resources=resources)
-
-
 async def test_the_slave_gives_a_tenant_no_directory_through_a_link_in_its_sandbox() -> None:
     async with shared_slave(
         isolation="cgroups", base_in="/var/lib", resources=Resources(cpus=4, mem=2048, disk=1024)
     ) as s:
-        keep = CheckpointResources(
-            slave_id=s.master.slave_id, resources=Resources({VOLUME: 16}), version=1
-        )
-        await s.master.bus.publish(T.slave("slave", s.master.slave_id), keep)
-        await eventually(lambda: VOLUME in s.slave.resources.total.millis)
+        await keep_volume(s, VOLUME)
         decoy = s.work.parent / "decoy"  # (as /usr/local: root's, sbin in it)
         (decoy / "sbin").mkdir(parents=True)
         os.chmod(decoy, 0o755)
         os.chmod(decoy / "sbin", 0o755)
 
-        await launch(s, "m2", "true", volume=True)  # (its sandbox and a/b/sbin: mallory's)
+        await launch(s, "m2", "true", VOLUME)  # (its sandbox and a/b/sbin: mallory's)
         assert (await s.master.ends(MALLORY, "m2")).state == TaskState.FINISHED
-        flipper = s.work.parent / "flip.py"
-        flipper.write_text(FLIPPER)
-        os.chmod(flipper, 0o644)
         place = s.sandbox(MALLORY, "m2") / "a"
-        await launch(s, "m1", f"exec /usr/bin/python3 {flipper} {place} {decoy}", volume=False)
+        await start_racer(s, FLIPPER, f"{place} {decoy}", "flipping")
         await s.master.reaches(MALLORY, "m1", TaskState.RUNNING)
-        await eventually(lambda: "flipping" in s.output_so_far(MALLORY, "m1"), timeout=30)
 
-        tries = 0
-        while tries < TRIES and owner(decoy / "sbin") == 0:
-            tries += 1
-            before = len(s.master.states(MALLORY, "m2"))
-            await launch(s, "m2", "true", volume=True)
-            await eventually(
-                functools.partial(s.master.ended_after, MALLORY, "m2", before), timeout=30
-            )
+        tries = await relaunch(s, VOLUME, TRIES, lambda: owner(decoy / "sbin") != 0)
         taken = owner(decoy / "sbin")
         mode = oct(os.lstat(decoy / "sbin").st_mode & 0o777)
     assert taken == 0, (

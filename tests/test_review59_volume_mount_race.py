@@ -25,105 +25,63 @@ most (it won after 5, 38 and 13 launches in three runs here).
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import os
-import stat
-from pathlib import Path
-
 import pytest
 
-from protocol.wire.messages import (
-    CheckpointResources,
-    TaskState,
-)
+from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
 
-from harness.helpers import eventually
-from harness.shared_slave import ALICE, MALLORY, Shared, T, shared_slave
+from harness.shared_slave import MALLORY, shared_slave
+from harness.volume_race import (
+    PLANT_CHOWN,
+    TARGET,
+    alices_secret,
+    keep_volume,
+    launch,
+    relaunch,
+    restoring,
+    start_racer,
+)
 
 pytestmark = pytest.mark.timeout(240)
 SECRET = "alice-secret-5e11"
 VOLUME = "disk(mallory,mallory)[v1:a/b]"
-TARGET = Path("/usr/local/sbin")  # first on root's PATH, and empty on most hosts
 TRIES = 60
 
-# mallory's long task: its program in her volume (hers to write, by its path), then, its
-# working directory in the other task's sandbox's `a`, `b` swapped with a symlink for ever
-FLIPPER = r"""
-import ctypes, os, sys, time
-volume, place, target, proof, alices = sys.argv[1:6]
-program = f'''#!/bin/sh
-echo "root? $(/usr/bin/id -u)" > {proof}
-/usr/bin/cat {alices} >> {proof}
-exec /usr/bin/chown "$@"
-'''
-with open(os.path.join(volume, "chown"), "w") as f:
-    f.write(program)
-os.chmod(os.path.join(volume, "chown"), 0o755)
-os.chdir(place)
+# mallory's long task: its program in her volume (PLANT_CHOWN), then, its working
+# directory in the other task's sandbox's `a`, `b` swapped with a symlink for ever
+FLIPPER = (
+    PLANT_CHOWN
+    + r"""
 if not os.path.islink("c"):
     os.symlink(target, "c")
-libc = ctypes.CDLL(None, use_errno=True)
-renameat2 = libc.renameat2
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 print("flipping", flush=True)
 while True:
     renameat2(AT_FDCWD, b"b", AT_FDCWD, b"c", RENAME_EXCHANGE)
 """
-
-
-async def launch(s: Shared, task_id: str, command: str, volume: bool) -> None:
-    """A task of mallory's (with her volume, if `volume`)."""
-    resources = Resources(cpus=0.1, mem=64) + (Resources({VOLUME: 16}) if volume else Resources())
-    await s.master.run("mallory", MALLORY, task_id, command, resources=resources)
+)
 
 
 async def test_a_tenant_cannot_have_root_bind_its_volume_over_the_hosts_path() -> None:
-    target_was = os.stat(TARGET)
-    try:
+    with restoring(TARGET):  # (the slave's chmod through the link, undone)
         async with shared_slave(
             isolation="cgroups",
             base_in="/var/lib",
             resources=Resources(cpus=4, mem=2048, disk=1024),
         ) as s:
-            keep = CheckpointResources(
-                slave_id=s.master.slave_id, resources=Resources({VOLUME: 16}), version=1
-            )
-            await s.master.bus.publish(T.slave("slave", s.master.slave_id), keep)
-            await eventually(lambda: VOLUME in s.slave.resources.total.millis)
-            await s.master.run(
-                "alice", ALICE, "a1", 'echo "$S" > secret; exec sleep 300', env={"S": SECRET}
-            )
-            await s.master.reaches(ALICE, "a1", TaskState.RUNNING)
-            alices = s.sandbox(ALICE, "a1") / "secret"
-            await eventually(alices.exists)
+            await keep_volume(s, VOLUME)
+            alices = await alices_secret(s, SECRET)
 
-            await launch(s, "m2", "true", volume=True)  # (its sandbox and `a/b`: mallory's)
+            await launch(s, "m2", "true", VOLUME)  # (its sandbox and `a/b`: mallory's)
             assert (await s.master.ends(MALLORY, "m2")).state == TaskState.FINISHED
             volume = s.work / "volumes" / "roles" / "mallory" / "v1"
             proof = s.work.parent / "proof"  # (root's directory: 0711)
-            flipper = s.work.parent / "flip.py"
-            flipper.write_text(FLIPPER)
-            os.chmod(flipper, 0o644)
             place = s.sandbox(MALLORY, "m2") / "a"
             args = f"{volume} {place} {TARGET} {proof} {alices}"
-            await launch(s, "m1", f"exec /usr/bin/python3 {flipper} {args}", volume=False)
-            await eventually(lambda: "flipping" in s.output_so_far(MALLORY, "m1"), timeout=30)
+            await start_racer(s, FLIPPER, args, "flipping")
 
-            tries = 0
-            while tries < TRIES and not proof.exists():
-                tries += 1
-                before = len(s.master.states(MALLORY, "m2"))
-                await launch(s, "m2", "true", volume=True)
-                await eventually(
-                    functools.partial(s.master.ended_after, MALLORY, "m2", before), timeout=30
-                )
+            tries = await relaunch(s, VOLUME, TRIES, proof.exists)
             took = proof.read_text() if proof.exists() else ""
-    finally:
-        with contextlib.suppress(OSError):  # (the slave's chmod through the link, undone)
-            os.chown(TARGET, target_was.st_uid, target_was.st_gid, follow_symlinks=False)
-            os.chmod(TARGET, stat.S_IMODE(target_was.st_mode))
     assert not took, (
         f"after {tries} launches of m2, root ran mallory's `chown` from her volume, bound "
         f"over {TARGET}; it wrote into a root-only directory: {took!r}"

@@ -18,11 +18,10 @@ import functools
 
 import pytest
 
-from protocol.wire.messages import Offer, ShutdownFramework, TaskInfo, TaskState, Teardown
+from protocol.wire.messages import ShutdownFramework, TaskState, Teardown
 from protocol.wire.resources import Resources
-from protocol.wire.values import KillPolicy
 
-from harness.fakes import FakeFramework
+from harness.fakes import graceful_tasks, offered
 from harness.helpers import eventually
 from harness.master import Cluster
 from harness.master import cluster as cluster
@@ -33,19 +32,6 @@ RESERVED = Resources({"cpus(m)": 1, "mem(m)": 1024})
 TASK = Resources(cpus=1, mem=1024)
 
 
-def offered(m: FakeFramework, b: FakeFramework, seen: tuple[int, int]) -> bool:
-    return (m.offer_count(), b.offer_count()) != seen
-
-
-def tasks(fw: FakeFramework, offer: Offer, what: Resources, prefix: str, n: int) -> list[TaskInfo]:
-    return [
-        fw.task(offer, what, f"{prefix}{i}").model_copy(
-            update={"kill_policy": KillPolicy(grace_period=60)}
-        )
-        for i in range(n)
-    ]
-
-
 async def test_dying_tasks_on_reserved_resources_count_in_their_roles_share(
     cluster: Cluster,
 ) -> None:
@@ -54,12 +40,13 @@ async def test_dying_tasks_on_reserved_resources_count_in_their_roles_share(
     s1 = await cluster.slave("s1", SLAVE)
     s1.ends_shut_down_frameworks = False  # (its tasks in their grace: not ended)
     offer = await m1.next_offer()
-    await m1.accept(offer, tasks(m1, offer, RESERVED, "m", 2), refuse=60)  # its reservation
+    mine = graceful_tasks(m1, offer, RESERVED, "m", 2)
+    await m1.accept(offer, mine, refuse=60)  # its reservation
     for _ in range(2):
         await s1.run_task()
     b = await cluster.framework("B", role="b")
     offer = await b.next_offer()
-    await b.accept(offer, tasks(b, offer, TASK, "b", 2), refuse=0.01)  # B: the other 2
+    await b.accept(offer, graceful_tasks(b, offer, TASK, "b", 2), refuse=0.01)  # B: the other 2
     runs = [await s1.run_task() for _ in range(2)]
 
     shutdowns = len(s1.inbox.of(ShutdownFramework))

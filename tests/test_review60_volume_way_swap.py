@@ -18,46 +18,34 @@ tried again until it wins, 80 times at most.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import os
-import stat
-from pathlib import Path
-
 import pytest
 
-from protocol.wire.messages import (
-    CheckpointResources,
-    TaskState,
-)
+from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
 
-from harness.helpers import eventually
-from harness.shared_slave import ALICE, MALLORY, Shared, T, shared_slave
+from harness.shared_slave import MALLORY, shared_slave
+from harness.volume_race import (
+    PLANT_CHOWN,
+    TARGET,
+    alices_secret,
+    keep_volume,
+    launch,
+    relaunch,
+    restoring,
+    start_racer,
+)
 
 pytestmark = pytest.mark.timeout(300)
 SECRET = "alice-secret-60a1"
 VOLUME = "disk(mallory,mallory)[v1:a/b]"
-TARGET = Path("/usr/local/sbin")  # first on root's PATH, and empty on most hosts
 TRIES = 80
 
-# mallory's long task, its working directory the other task's sandbox: each time the
-# slave takes `a` (root's, 0700) it puts its own `a` there instead, and swaps its `b`
-# with a symlink for ever through a descriptor of it
-SWAPPER = r"""
-import ctypes, os, sys
-volume, sandbox, target, proof, alices = sys.argv[1:6]
-program = f'''#!/bin/sh
-echo "root? $(/usr/bin/id -u)" > {proof}
-/usr/bin/cat {alices} >> {proof}
-exec /usr/bin/chown "$@"
-'''
-with open(os.path.join(volume, "chown"), "w") as f:
-    f.write(program)
-os.chmod(os.path.join(volume, "chown"), 0o755)
-os.chdir(sandbox)
-libc = ctypes.CDLL(None, use_errno=True)
-renameat2 = libc.renameat2
+# mallory's long task (its program in her volume: PLANT_CHOWN), its working directory the
+# other task's sandbox: each time the slave takes `a` (root's, 0700) it puts its own `a`
+# there instead, and swaps its `b` with a symlink for ever through a descriptor of it
+SWAPPER = (
+    PLANT_CHOWN
+    + r"""
 fd, n = -1, 0
 print("watching", flush=True)
 while True:
@@ -79,60 +67,30 @@ while True:
         os.close(fd)
     fd = new
 """
-
-
-async def launch(s: Shared, task_id: str, command: str, volume: bool) -> None:
-    """A task of mallory's (with her volume, if `volume`)."""
-    resources = Resources(cpus=0.1, mem=64) + (Resources({VOLUME: 16}) if volume else Resources())
-    await s.master.run("mallory", MALLORY, task_id, command, resources=resources)
+)
 
 
 async def test_a_tenant_cannot_swap_the_held_way_while_the_sandbox_is_still_its_own() -> None:
-    target_was = os.stat(TARGET)
     took = ""
-    try:
+    with restoring(TARGET):
         async with shared_slave(
             isolation="cgroups",
             base_in="/var/lib",
             resources=Resources(cpus=4, mem=2048, disk=1024),
         ) as s:
-            keep = CheckpointResources(
-                slave_id=s.master.slave_id, resources=Resources({VOLUME: 16}), version=1
-            )
-            await s.master.bus.publish(T.slave("slave", s.master.slave_id), keep)
-            await eventually(lambda: VOLUME in s.slave.resources.total.millis)
-            await s.master.run(
-                "alice", ALICE, "a1", 'echo "$S" > secret; exec sleep 300', env={"S": SECRET}
-            )
-            await s.master.reaches(ALICE, "a1", TaskState.RUNNING)
-            alices = s.sandbox(ALICE, "a1") / "secret"
-            await eventually(alices.exists)
+            await keep_volume(s, VOLUME)
+            alices = await alices_secret(s, SECRET)
 
-            await launch(s, "m2", "true", volume=True)  # (its sandbox and a/b: mallory's)
+            await launch(s, "m2", "true", VOLUME)  # (its sandbox and a/b: mallory's)
             assert (await s.master.ends(MALLORY, "m2")).state == TaskState.FINISHED
             volume = s.work / "volumes" / "roles" / "mallory" / "v1"
             proof = s.work.parent / "proof"  # (root's directory: 0711)
-            swapper = s.work.parent / "swap.py"
-            swapper.write_text(SWAPPER)
-            os.chmod(swapper, 0o644)
             sandbox = s.sandbox(MALLORY, "m2")
             args = f"{volume} {sandbox} {TARGET} {proof} {alices}"
-            await launch(s, "m1", f"exec /usr/bin/python3 {swapper} {args}", volume=False)
-            await eventually(lambda: "watching" in s.output_so_far(MALLORY, "m1"), timeout=30)
+            await start_racer(s, SWAPPER, args, "watching")
 
-            tries = 0
-            while tries < TRIES and not proof.exists():
-                tries += 1
-                before = len(s.master.states(MALLORY, "m2"))
-                await launch(s, "m2", "true", volume=True)
-                await eventually(
-                    functools.partial(s.master.ended_after, MALLORY, "m2", before), timeout=30
-                )
+            tries = await relaunch(s, VOLUME, TRIES, proof.exists)
             took = proof.read_text() if proof.exists() else ""
-    finally:
-        with contextlib.suppress(OSError):
-            os.chown(TARGET, target_was.st_uid, target_was.st_gid, follow_symlinks=False)
-            os.chmod(TARGET, stat.S_IMODE(target_was.st_mode))
     assert not took, (
         f"after {tries} launches of m2, root ran mallory's `chown` from her volume, bound "
         f"over {TARGET} through her own `a`, put in place of the held one: {took!r}"

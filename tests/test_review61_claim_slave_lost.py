@@ -24,7 +24,7 @@ from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -45,8 +45,7 @@ def test_a_claim_is_not_unused_for_a_room_on_a_slave_since_lost() -> None:
     use = cycle.preemption.claim_use
     for i in range(12):  # A fills the three slaves
         slave = f"s{i % 3}"
-        allocator.allocate_existing("A", slave, TASK)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(allocator, books, "A", slave, f"t{i}", TASK, i)
     books.demand["B"] = [(dict(TASK.millis), DEMAND)]
     now, claims, b_tasks, unused_seen, lost = 0.0, [], 0, 0, False
     lost_tasks: dict[tuple[str, str], RunningTask] = {}

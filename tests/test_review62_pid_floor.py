@@ -19,18 +19,12 @@ its own whose `pid_max` is 1,500 (Linux 6.14+), so that the host's own are not t
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-from protocol.transport.aio import within
-
-from harness.helpers import eventually, need_root
+from harness.helpers import eventually
+from harness.pid_rig import scenario_in_pid_namespace
 
 pytestmark = pytest.mark.timeout(300)
 PID_MAX = 1500  # the rig's namespace's: its own pids, the slave's and the tasks'
@@ -121,36 +115,7 @@ async def scenario() -> dict[str, object]:
 
 
 async def test_many_small_tasks_cannot_take_the_slaves_pids_from_the_others() -> None:
-    need_root()
-    unshare = shutil.which("unshare")
-    assert unshare is not None
-    here = Path(__file__).parent
-    code = (
-        f"import asyncio, json, sys; sys.path[:0] = [{str(here)!r}]; "
-        "import test_review62_pid_floor as t; "
-        "print('RESULT ' + json.dumps(asyncio.run(t.scenario())), flush=True)"
-    )
-    shell = (
-        f"echo {PID_MAX} > /proc/sys/kernel/pid_max 2>/dev/null || {{ echo NO_PID_MAX; exit 0; }}; "
-        'exec "$@"'
-    )
-    proc = await asyncio.create_subprocess_exec(
-        unshare, "--pid", "--fork", "--mount-proc", "--kill-child", "--",
-        "/bin/sh", "-c", shell, "rig", sys.executable, "-c", code,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        cwd=here.parent, start_new_session=True,
-    )  # fmt: skip
-    try:
-        out, _ = await within(proc.communicate(), 280)
-    finally:
-        if proc.returncode is None:  # (its namespace's init: the rest dies with it)
-            proc.kill()
-            await proc.wait()
-    if b"NO_PID_MAX" in out:
-        pytest.skip("this kernel keeps no pid_max per PID namespace (Linux 6.14+)")
-    lines = [line for line in out.decode().splitlines() if line.startswith("RESULT ")]
-    assert lines, out.decode()[-3000:]
-    result = json.loads(lines[-1][len("RESULT ") :])
+    result = await scenario_in_pid_namespace("test_review62_pid_floor", PID_MAX, 280)
     print(result)  # (the figures, with -s)
     alice = result["alice"]
     assert (alice["state"], alice["stdout"]) == ("FINISHED", "hello\n"), (

@@ -22,15 +22,11 @@ tests/test_review59_slow_victims.py), a check and a round a second."""
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
-from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import SLAVE, TASK, Books, book_running, end_after_grace
 
-TASK = Resources(cpus=1, mem=1024)
-SLAVE = Resources(cpus=4, mem=4096)
 GRACE = 30.0  # the victims' kill policy's grace: a service's, within --max-kill-grace
 WINDOW = 300.0  # seconds watched
 
@@ -46,10 +42,7 @@ def test_a_claimant_never_offered_the_room_is_not_counted_for_leaving_it_unused(
     cycle = OfferCycle(allocator, books, config)
 
     def run(framework_id: str, slave: str, task_id: str, now: float) -> None:
-        allocator.allocate_existing(framework_id, slave, TASK)
-        books.tasks[(framework_id, task_id)] = RunningTask(
-            framework_id, task_id, slave, dict(TASK.millis), now
-        )
+        book_running(allocator, books, framework_id, slave, task_id, TASK, now)
 
     for i in range(11):  # A fills the slaves but for C's one task
         run("A", f"s{i % 3}", f"t{i}", i)
@@ -61,14 +54,7 @@ def test_a_claimant_never_offered_the_room_is_not_counted_for_leaving_it_unused(
     while now < WINDOW:  # a check and a round a second, as the master's
         plan = cycle.check(now)
         claims += [now for c in plan.claims if c.claimant == "C"]
-        for kill in cycle.kills_due(now):  # SIGTERM now; the task ends after its grace
-            ending[(kill.framework_id, kill.task_id)] = (now + GRACE, kill.slave_id)
-        for key, (at, slave) in list(ending.items()):
-            if at <= now:
-                del ending[key]
-                books.tasks.pop(key)
-                cycle.task_ended(*key, finished=False, ran=100.0, now=now)
-                allocator.recover(key[0], slave, TASK)
+        end_after_grace(cycle, books, ending, now, GRACE)  # SIGTERM now; ends after its grace
         for o in cycle.round(now).offers:
             allocator.recover(o.framework_id, o.slave_id, o.resources)
             fits = int(o.resources.quantities().get("cpus", 0))

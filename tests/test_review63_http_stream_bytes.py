@@ -24,9 +24,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.mesos_client import MesosScheduler
-from protocol.wire.messages import FrameworkMessage, RunTasks
+from protocol.wire.messages import RunTasks
 
-from harness.helpers import eventually
 from harness.mesos import StreamRig, framework_info, stream_rig
 
 pytestmark = pytest.mark.timeout(60)
@@ -52,24 +51,10 @@ async def test_a_stream_that_is_not_read_does_not_hold_the_tenants_megabytes(
         # from here on the framework reads nothing; its executor talks
         stream = rig.stream(s.framework_id)
         assert stream is not None
-        data = b"x" * DATA
-        for _ in range(MESSAGES):
-            await rig.slave.bus.publish(
-                rig.slave.to_master,
-                FrameworkMessage(
-                    framework_id=s.framework_id, slave_id="s0", executor_id="e1", data=data
-                ),
-            )
+        await rig.executor_says(s.framework_id, b"x" * DATA, MESSAGES)
         # each handled, or refused once the stream that would not read was let go (and its
         # framework, of no failover timeout, with it)
-        outcomes = rig.master.messages.outcomes
-
-        def answered() -> int:
-            return sum(n for (kind, *_), n in outcomes.items() if kind == "FrameworkMessage")
-
-        await eventually(lambda: answered() >= MESSAGES, timeout=30)
-        target = rig.master.offer_rounds.count + 3  # (a stream let go has gone by then)
-        await eventually(lambda: rig.master.offer_rounds.count >= target)
+        await rig.answered(MESSAGES)
         kept = stream.holding if rig.stream(s.framework_id) is stream else 0
         assert kept <= HELD_BOUND, (
             f"the framework read nothing while its executor sent {MESSAGES} messages of "

@@ -27,7 +27,7 @@ from protocol.wire.messages import Reason, TaskState, Update
 from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
-from harness.ports import alive, answers, kill, ports, stray_pid
+from harness.ports import alive, answers, kill, ports, slave_with_range, stray_pid
 from harness.ports import rig as rig
 from harness.slave import Rig, port_server
 
@@ -40,17 +40,8 @@ def escape(port: int) -> str:
     return f"( PORT0={port} setsid {port_server()} & echo $! > stray.pid ); exec sleep 600"
 
 
-async def slave_with_range(rig: Rig) -> int:
-    base = free_port(12)
-    await rig.start_slave(
-        "s1", Resources(cpus=4, mem=2048), discrete=Discrete({PORTS: Ranges([(base, base + 9)])}),
-        ports_isolation=True, ports_check_interval=0.2, switch_user=True, pid_namespace=False,
-    )  # fmt: skip
-    return base
-
-
 async def test_a_double_forked_listener_is_held_to_its_tasks_ports(rig: Rig) -> None:
-    base = await slave_with_range(rig)
+    base, _ = await slave_with_range(rig)
     mallory = await rig.framework("mallory")
     sandbox = await rig.launch(mallory, escape(base + 5), "escaped", discrete=ports(base + 3))
     try:
@@ -68,7 +59,7 @@ async def test_a_server_a_task_daemonized_on_its_users_port_serves_on(rig: Rig) 
     """With two tasks of one user, a stray on a port one of them was given serves on (a
     daemonizing server is no squatter); one on a port neither was given is killed, and
     neither task is failed for it (which one started it is not known)."""
-    base = await slave_with_range(rig)
+    base, _ = await slave_with_range(rig)
     mallory = await rig.framework("mallory")
     holder = await rig.launch(mallory, "exec sleep 600", "holder", discrete=ports(base + 4))
     kept = await rig.launch(mallory, escape(base + 4), "daemon", discrete=ports(base + 3))

@@ -17,19 +17,11 @@ memory shared by both leaders."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from cluster.local.secure import provision
 from master.authz import Caller
-from master.ha.registry import MemoryStore, Registry
-from master.master import Master, MasterConfig
-from protocol.tooling.credentials import Store
-from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import (
     Accept,
     Error,
@@ -46,68 +38,23 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
-from harness.fakes import FakeFramework, FakeSlave
-from harness.helpers import eventually, open_transport
+from harness.failover import SLAVE, failover_cluster
+from harness.helpers import eventually
 from harness.master import Cluster
 from harness.master import cluster as cluster
 
 T = Topics("refused")
 PRINCIPALS = [("master", "master"), ("slave-a", "slave"), ("alice", "framework")]
-SLAVE = Resources(cpus=4, mem=1024)
 TASK = Resources(cpus=1, mem=64)
 pytestmark = pytest.mark.timeout(60)
-
-
-@dataclass
-class Failover:
-    store: Store
-    broker: MemoryBroker
-    stack: contextlib.AsyncExitStack
-    registry: MemoryStore
-    master: Master | None = None
-
-    async def start_master(self, name: str) -> Master:
-        bus = await open_transport(self.stack, self.broker.connector("master"), name)
-        registry = Registry(self.registry)
-        await registry.load()
-        config = MasterConfig(
-            allocation_interval=0.05, heartbeat_interval=0.5, principals=self.store.principals_file
-        )
-        master = Master(bus, T, config, registry=registry)
-        await master.start()
-        self.stack.push_async_callback(master.stop)
-        return master
-
-    def registry_store_removed(self) -> set[str]:
-        """The framework ids whose removal the registry's store holds."""
-        return {k.partition("/")[2] for k in self.registry.entries if k.startswith("removed/")}
-
-    @property
-    def m(self) -> Master:
-        assert self.master is not None
-        return self.master
-
-
-@contextlib.asynccontextmanager
-async def failover_cluster(tmp_path: Path) -> AsyncIterator[Failover]:
-    store = provision(tmp_path / "auth", PRINCIPALS)
-    async with contextlib.AsyncExitStack() as stack:
-        c = Failover(store, MemoryBroker(store.principals.values()), stack, MemoryStore())
-        c.master = await c.start_master("master-1")
-        yield c
 
 
 async def test_a_launch_delivered_again_after_a_failover_does_not_get_its_running_task_killed(
     tmp_path: Path,
 ) -> None:
-    async with failover_cluster(tmp_path) as c:
-        bus = await open_transport(c.stack, c.broker.connector("slave-a"), "sa", inbox=None)
-        sa = FakeSlave(bus, T, "sa", SLAVE)
-        await sa.register()
-        await eventually(lambda: "sa" in c.m.books.slaves)
-        fbus = await open_transport(c.stack, c.broker.connector("alice"), "alice")
-        alice = FakeFramework(fbus, T, "in")
-        await fbus.subscribe(T.outbox("framework", "alice") + "/#", alice.receive)
+    async with failover_cluster(tmp_path, PRINCIPALS, T) as c:
+        sa = await c.slave("slave-a", "sa")
+        alice = await c.framework("alice")
         fid = (await alice.subscribe("a", role="alice", failover_timeout=60)).framework_id
         offer = await alice.next_offer()
         launch = Accept(
@@ -121,10 +68,7 @@ async def test_a_launch_delivered_again_after_a_failover_does_not_get_its_runnin
         await alice.update_for("t0", TaskState.RUNNING)
 
         # the leader dies; a new one reads the registry and leads (sa not back yet)
-        old = c.m
-        await old.stop()
-        await old.bus.close()
-        c.master = await c.start_master("master-2")
+        await c.fail_over()
         alice.inbox.messages.clear()
         await alice.subscribe("a", role="alice", framework_id=fid, failover_timeout=60)
         # the Accept that launched t0, delivered again
@@ -145,11 +89,11 @@ async def test_a_launch_delivered_again_after_a_failover_does_not_get_its_runnin
                 owners={fid: "alice"},
             ),
         )
-        await eventually(lambda: "sa" in c.m.books.slaves)
-        target = c.m.offer_rounds.count + 3
-        await eventually(lambda: c.m.offer_rounds.count >= target)
+        await eventually(lambda: "sa" in c.master.books.slaves)
+        target = c.master.offer_rounds.count + 3
+        await eventually(lambda: c.master.offer_rounds.count >= target)
         killed = [k.task_id for k in sa.inbox.of(KillTask)]
-        booked = c.m.books.frameworks[fid].tasks.get("t0")
+        booked = c.master.books.frameworks[fid].tasks.get("t0")
         heard = [u.status.state.value for u in alice.inbox.of(Update)]
         said = (
             f"t0 ran on sa through the failover; the Accept that launched it, delivered "
@@ -220,14 +164,9 @@ async def test_a_torn_down_frameworks_tasks_a_slave_brings_to_a_new_leader_die_i
     back are held while they die in the framework's role, which its removal's record
     keeps (they were held for nobody's role: the new leader had no completed framework
     to read it from, and the tenant's next framework took the room they held)."""
-    async with failover_cluster(tmp_path) as c:
-        bus = await open_transport(c.stack, c.broker.connector("slave-a"), "sa", inbox=None)
-        sa = FakeSlave(bus, T, "sa", SLAVE)
-        await sa.register()
-        await eventually(lambda: "sa" in c.m.books.slaves)
-        fbus = await open_transport(c.stack, c.broker.connector("alice"), "alice")
-        alice = FakeFramework(fbus, T, "in")
-        await fbus.subscribe(T.outbox("framework", "alice") + "/#", alice.receive)
+    async with failover_cluster(tmp_path, PRINCIPALS, T) as c:
+        sa = await c.slave("slave-a", "sa")
+        alice = await c.framework("alice")
         fid = (await alice.subscribe("a", role="alice", failover_timeout=60)).framework_id
         offer = await alice.next_offer()
         await alice.accept(offer, [alice.task(offer, TASK, "t0")], refuse=5)
@@ -235,12 +174,9 @@ async def test_a_torn_down_frameworks_tasks_a_slave_brings_to_a_new_leader_die_i
         await alice.update_for("t0", TaskState.RUNNING)
         sa.ends_shut_down_frameworks = False  # (its tasks die slowly: a long kill grace)
         await alice.bus.publish(alice.to_master, Teardown(framework_id=fid))
-        await eventually(lambda: fid in c.m.books.removed)
+        await eventually(lambda: fid in c.master.books.removed)
         await eventually(lambda: fid in c.registry_store_removed())
-        old = c.m
-        await old.stop()
-        await old.bus.close()
-        c.master = await c.start_master("master-2")
+        await c.fail_over()
         running = RunningTask(
             framework_id=fid, task=run.task, state=TaskState.RUNNING, proof=run.proof
         )
@@ -253,7 +189,7 @@ async def test_a_torn_down_frameworks_tasks_a_slave_brings_to_a_new_leader_die_i
             owners={fid: "alice"},
         )
         await sa.bus.publish(sa.to_master, back)
-        await eventually(lambda: len(c.m.books.dying) == 1)
-        charged = c.m.allocator._charged
+        await eventually(lambda: len(c.master.books.dying) == 1)
+        charged = c.master.allocator._charged
         assert set(charged) == {"alice"}, charged
         assert charged["alice"]["sa"].get("cpus") == 1000

@@ -26,9 +26,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.mesos_client import MesosScheduler
-from protocol.wire.messages import FrameworkMessage, RunTasks
+from protocol.wire.messages import RunTasks
 
-from harness.helpers import eventually
 from harness.mesos import StreamRig, framework_info, stream_rig
 
 pytestmark = pytest.mark.timeout(60)
@@ -56,23 +55,9 @@ async def test_one_principals_streams_together_hold_no_more_than_one_client(rig:
             await rig.launch_with_executor(s, f"t{i}")
             await rig.slave.inbox.wait_for(RunTasks, launched_by(s.framework_id))
         # from here on no framework reads; each one's executor talks, under its bound
-        data = b"x" * DATA
         for s in schedulers:
-            for _ in range(MESSAGES):
-                await rig.slave.bus.publish(
-                    rig.slave.to_master,
-                    FrameworkMessage(
-                        framework_id=s.framework_id, slave_id="s0", executor_id="e1", data=data
-                    ),
-                )
-        outcomes = rig.master.messages.outcomes
-
-        def answered() -> int:
-            return sum(n for (kind, *_), n in outcomes.items() if kind == "FrameworkMessage")
-
-        await eventually(lambda: answered() >= STREAMS * MESSAGES, timeout=30)
-        target = rig.master.offer_rounds.count + 3  # (a stream let go has gone by then)
-        await eventually(lambda: rig.master.offer_rounds.count >= target)
+            await rig.executor_says(s.framework_id, b"x" * DATA, MESSAGES)
+        await rig.answered(STREAMS * MESSAGES)
         streams = [rig.stream(s.framework_id) for s in schedulers]
         kept = sum(st.holding for st in streams if st is not None)
         open_ = sum(st is not None for st in streams)

@@ -21,13 +21,10 @@ import socket
 
 import pytest
 
-from protocol.tooling.ports import free_port
-from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import TaskState
-from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
-from harness.ports import alive, kill, ports, reply, stray_pid
+from harness.ports import alive, kill, ports, reply, slave_with_range, stray_pid
 from harness.ports import rig as rig
 from harness.slave import Rig, port_server
 
@@ -37,11 +34,7 @@ pytestmark = pytest.mark.timeout(60)
 async def test_a_stray_whose_user_runs_no_task_is_held_to_the_ports_all_the_same(
     rig: Rig,
 ) -> None:
-    base = free_port(12)
-    await rig.start_slave(
-        "s1", Resources(cpus=4, mem=2048), discrete=Discrete({PORTS: Ranges([(base, base + 9)])}),
-        ports_isolation=True, ports_check_interval=0.2, switch_user=True, pid_namespace=False,
-    )  # fmt: skip
+    base, _ = await slave_with_range(rig)
     mallory = await rig.framework("mallory")
     # a server on its own port B+5 in a session of its own, its subshell gone: the task
     # exits once it answers (PORTS: what it answers with)

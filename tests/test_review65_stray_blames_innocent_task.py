@@ -29,14 +29,11 @@ import signal
 
 import pytest
 
-from protocol.tooling.ports import free_port
-from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.framework import Kill
 from protocol.wire.messages import TaskState
-from protocol.wire.resources import PORTS, Resources
 
 from harness.helpers import eventually
-from harness.ports import alive, ports, stray_pid
+from harness.ports import alive, ports, slave_with_range, stray_pid
 from harness.ports import rig as rig
 from harness.slave import Rig, port_server
 
@@ -46,11 +43,7 @@ pytestmark = pytest.mark.timeout(60)
 async def test_a_stray_left_by_a_killed_task_does_not_fail_its_users_other_task(
     rig: Rig,
 ) -> None:
-    base = free_port(12)
-    slave = await rig.start_slave(
-        "s1", Resources(cpus=4, mem=2048), discrete=Discrete({PORTS: Ranges([(base, base + 9)])}),
-        ports_isolation=True, ports_check_interval=0.2, switch_user=True, pid_namespace=False,
-    )  # fmt: skip
+    base, slave = await slave_with_range(rig)
     alice = await rig.framework("alice")
     # svc-1: its server daemonized on its own port B+1, then it watches the server
     watch = (

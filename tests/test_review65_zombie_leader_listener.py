@@ -31,13 +31,12 @@ from pathlib import Path
 
 import pytest
 
-from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import Reason, TaskState
-from protocol.wire.resources import PORTS, Resources
+from protocol.wire.resources import PORTS
 
 from harness.helpers import eventually
-from harness.ports import reply
+from harness.ports import reply, slave_with_range
 from harness.ports import rig as rig
 from harness.slave import Rig
 
@@ -88,11 +87,7 @@ def leader_state(pid: int) -> str:
 async def test_a_task_listening_through_a_process_whose_main_thread_exited_is_killed(
     rig: Rig,
 ) -> None:
-    base = free_port(12)
-    await rig.start_slave(
-        "s1", Resources(cpus=4, mem=2048), discrete=Discrete({PORTS: Ranges([(base, base + 9)])}),
-        ports_isolation=True, ports_check_interval=0.2, switch_user=True, pid_namespace=False,
-    )  # fmt: skip
+    base, _ = await slave_with_range(rig)
     mallory = await rig.framework("mallory")
     # given B+1; listens on B+5 (not given), through a thread of a process whose main
     # thread exited first

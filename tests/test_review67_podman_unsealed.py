@@ -12,35 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest
-
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
 from slave.isolator import PARENT, container_name, group_name
 
-from harness.cgroups import ROOT, cgroup_path, destroy_cgroups, kill_task, new_slave_id
+from harness.cgroups import ROOT, cgroup_path, cgroups_slave, destroy_cgroups, kill_task
 from harness.helpers import eventually
 from harness.images import image  # noqa: F401  (the fixture: podman holds IMAGE)
-from harness.slave import Rig, master_rig
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
+from harness.slave import Rig
+from harness.slave import rig as rig
 
 
 async def test_an_image_tasks_group_and_parent_are_listable_by_no_one_in_any_hierarchy(
     rig: Rig,
     image: str,  # noqa: F811  (the fixture)
 ) -> None:
-    fw = await rig.framework()
-    sid = new_slave_id()
-    await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    fw, sid, _ = await cgroups_slave(rig)
     try:
         await rig.launch(
             fw, "echo up; sleep 300", "boxed", Resources(cpus=0.5, mem=64), image=image

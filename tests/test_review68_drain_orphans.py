@@ -26,7 +26,6 @@ from protocol.transport.aio import within
 from protocol.wire.messages import (
     DrainSlave,
     KillTask,
-    Offer,
     Registered,
     Reregister,
     RunningTask,
@@ -37,19 +36,15 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from slave.kills import Kills
 
-from harness.helpers import Inbox, eventually, open_transport
-from harness.master import GB, Cluster, T
+from harness.drain import ANY_OFFER, SMALL, operator
+from harness.helpers import eventually
+from harness.master import GB, Cluster
 from harness.master import cluster as cluster
-
-SMALL = Resources(cpus=1, mem=GB)
-ANY_OFFER = Offer(offer_id="o", framework_id="f", slave_id="s1", hostname="s1", resources=SMALL)
 
 
 async def drain(c: Cluster, message: DrainSlave) -> None:
-    """`message` from operator principal ops (as tests/test_drain.py's Operator)."""
-    bus = await open_transport(c.stack, c.connect, "ops", inbox=T.operator("ops"))
-    await bus.subscribe(T.operator("ops"), Inbox())
-    await bus.publish(T.inbound("operator", "ops"), message)
+    """`message` from operator principal ops."""
+    await (await operator(c)).call(message)
 
 
 async def test_a_drain_kills_and_waits_for_a_task_of_a_framework_not_back_yet(

@@ -15,19 +15,18 @@ launchable (no offer holds values for the refined count) nor offered to the rest
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from master.ha.registry import MemoryStore, Registry
-from master.master import Master
 from protocol.transport.aio import within
 from protocol.wire.discrete import parse_resources
-from protocol.wire.messages import Accept, Filters, OfferOperation
+from protocol.wire.messages import OfferOperation
 from protocol.wire.resources import Resources
 from slave.slave import Slave, SlaveConfig
 
+from harness.fakes import operate
 from harness.helpers import eventually
-from harness.master import FAST, Cluster, T
+from harness.master import Cluster, T, master_on
 from harness.master import cluster as cluster
 
 R = Resources.parse
@@ -43,31 +42,11 @@ async def test_reserved_ports_are_not_refined_by_a_reserve(cluster: Cluster) -> 
     assert offer.resources["ports(svc)"] == 11
     before = master.books.slaves["s1"].total
     refine = OfferOperation(type="RESERVE", resources=R("ports(svc)(svc/web,):3"))
-    await fw.bus.publish(
-        fw.to_master,
-        Accept(
-            framework_id=fw.framework_id,
-            offer_ids=[offer.offer_id],
-            operations=[refine],
-            filters=Filters(refuse_seconds=0),
-        ),
-    )
+    await operate(fw, offer, refine)
     await eventually(lambda: offer.offer_id not in master.books.offers)
     await cluster.rounds_pass()
     after = master.books.slaves["s1"].total
     assert after == before, f"3 of svc's ports refined to svc/web, their values left: {after}"
-
-
-@contextlib.asynccontextmanager
-async def master_on(c: Cluster, registry: Registry, name: str) -> AsyncIterator[Master]:
-    """A master on `c`'s broker with `registry` (as tests/test_drain.py's failover)."""
-    bus = await c.stack.enter_async_context(c.connect(name=name))
-    master = Master(bus, T, FAST, registry=registry)
-    await master.start()
-    try:
-        yield master
-    finally:
-        await master.stop()
 
 
 async def real_slave(cluster: Cluster, work_dir: Path, n: int) -> Slave:
@@ -106,15 +85,7 @@ async def test_a_tenants_refined_ports_keep_no_slave_from_registering(
     fw = await cluster.framework("web", role="svc/web")
     offer = await fw.next_offer()
     refine = OfferOperation(type="RESERVE", resources=R("ports(svc)(svc/web,):3"))
-    await fw.bus.publish(
-        fw.to_master,
-        Accept(
-            framework_id=fw.framework_id,
-            offer_ids=[offer.offer_id],
-            operations=[refine],
-            filters=Filters(refuse_seconds=0),
-        ),
-    )
+    await operate(fw, offer, refine)
     await eventually(lambda: offer.offer_id not in master.books.offers)
     await cluster.rounds_pass()
     await first.stop()
@@ -144,15 +115,7 @@ async def test_a_tenants_refined_ports_keep_no_slave_from_following_a_failover(
             fw = await c.framework("web", role="svc/web", failover_timeout=60)
             offer = await fw.next_offer()
             refine = OfferOperation(type="RESERVE", resources=R("ports(svc)(svc/web,):3"))
-            await fw.bus.publish(
-                fw.to_master,
-                Accept(
-                    framework_id=fw.framework_id,
-                    offer_ids=[offer.offer_id],
-                    operations=[refine],
-                    filters=Filters(refuse_seconds=0),
-                ),
-            )
+            await operate(fw, offer, refine)
             # (the rig waited for the refinement in the slave's checkpoint: refused now,
             # none comes; it waits for the Accept's answer)
             await eventually(lambda: offer.offer_id not in first.books.offers)

@@ -17,44 +17,21 @@ offered back, and holding its share claims no more.
 
 from __future__ import annotations
 
-from master.allocation.allocator import Allocator
 from master.allocation.claim_use import FIRST_WAIT
-from master.allocation.planning import RunningTask
-from master.allocation.preemption import PreemptionConfig
-from master.cycle import CycleConfig, OfferCycle
-from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import TASK, book_running, end_kills, hog_and_claimant
 
-TASK = Resources(cpus=1, mem=1024)
-SLAVE = Resources(cpus=4, mem=4096)
 FAIR = 4  # tasks: half of 8 CPUs, each of the two roles'
 DAY = 86400.0
 
 
 def test_second_long_tasks_in_freed_rooms_do_not_kill_anothers_tasks_again_and_again() -> None:
-    config = CycleConfig(preemption=PreemptionConfig(timeout=5.0, notice=2.0))
-    allocator, books = Allocator("drf"), Books()
-    for name in ("A", "B"):
-        allocator.add_framework(name, name)
-        books.roles[name] = name
-    for i in range(2):
-        allocator.add_slave(f"s{i}", SLAVE)
-    cycle = OfferCycle(allocator, books, config)
-    for i in range(8):  # A took the idle cluster
-        slave = f"s{i % 2}"
-        allocator.allocate_existing("A", slave, TASK)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
-    books.demand["B"] = [(dict(TASK.millis), 100)]
+    allocator, books, cycle = hog_and_claimant(2, 100)  # A took the idle cluster
     now, killed, flashes = 0.0, 0, 0
     flashed: set[str] = set()  # slaves B last filled with tasks of a second
     while now < FIRST_WAIT:  # a check and a round a second, as the master's
         cycle.check(now)
-        for kill in cycle.kills_due(now):  # the victims end; A is offered the room back
-            books.tasks.pop((kill.framework_id, kill.task_id))
-            cycle.task_ended(kill.framework_id, kill.task_id, finished=False, ran=1.0, now=now)
-            allocator.recover(kill.framework_id, kill.slave_id, TASK)
-            killed += 1
+        killed += end_kills(cycle, books, now)  # the victims end; A is offered the room back
         for o in cycle.round(now).offers:
             if o.framework_id == "B" and o.slave_id in flashed:  # the room back: turned down
                 flashed.discard(o.slave_id)
@@ -75,10 +52,7 @@ def test_second_long_tasks_in_freed_rooms_do_not_kill_anothers_tasks_again_and_a
                 continue
             allocator.recover(o.framework_id, o.slave_id, o.resources)  # A launches again
             if o.resources.contains(TASK):
-                allocator.allocate_existing("A", o.slave_id, TASK)
-                books.tasks[("A", f"again{now}")] = RunningTask(
-                    "A", f"again{now}", o.slave_id, dict(TASK.millis), now
-                )
+                book_running(allocator, books, "A", o.slave_id, f"again{now}", TASK, now)
         now += 1.0
     running_b = sum(1 for fid, _ in books.tasks if fid == "B")
     assert killed <= FAIR, (

@@ -15,12 +15,11 @@ allocator.)
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -41,17 +40,14 @@ def test_frameworks_of_the_default_role_share_one_roles_fair_share() -> None:
     holders = ["alice"] * 8 + ["m1"] * 3 + ["m2"] * 3 + ["m3"] * 2  # each role half
     for i, name in enumerate(holders):
         slave = f"s{i // 4}"
-        a.allocate_existing(name, slave, TASK)
-        books.tasks[(name, f"t{i}")] = RunningTask(name, f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, name, slave, f"t{i}", TASK, i)
     for name in ("alice", "m1", "m2", "m3"):
         books.demand[name] = [(dict(TASK.millis), 100)]  # every one wants more
     # the allocator's order: the roles are even, neither comes before the other for a free
     assert a.roles.share("alice") == a.roles.share("*")
 
-    claims = []
-    for now in range(6):  # a check a second, past preemption's timeout
-        claims += cycle.check(float(now)).claims
-    victims = [v.task_id for c in claims for p in c.plans for v in p.victims]
+    # a check a second, past preemption's timeout
+    victims = [v.task_id for v in doomed(cycle, map(float, range(6)))]
     assert victims == [], (
         f"role alice holds 8 of 16 CPUs, its half beside role *; yet {len(victims)} of "
         f"alice's tasks were claimed for the frameworks in *; fair shares as preemption "

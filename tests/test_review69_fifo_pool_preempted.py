@@ -19,7 +19,7 @@ from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -38,8 +38,7 @@ def test_a_late_child_of_a_fifo_pool_does_not_preempt_the_first() -> None:
         books.roles[name] = f"batch/{name}"
     for i in range(8):  # first came first and took the cluster
         slave = f"s{i % 2}"
-        a.allocate_existing("first", slave, TASK)
-        books.tasks[("first", f"t{i}")] = RunningTask("first", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, "first", slave, f"t{i}", TASK, i)
     books.demand.update({"first": [(dict(TASK.millis), 8)], "late": [(dict(TASK.millis), 8)]})
     # the allocator keeps the pool's order: a task of first's ends, and first is offered it
     books.tasks.pop(("first", "t0"))
@@ -49,10 +48,8 @@ def test_a_late_child_of_a_fifo_pool_does_not_preempt_the_first() -> None:
     a.allocate_existing("first", "s0", TASK)  # (it launches again there)
     books.tasks[("first", "t8")] = RunningTask("first", "t8", "s0", dict(TASK.millis), 10.0)
 
-    claims = []
-    for now in (11.0, 12.0, 13.0, 14.0):  # a check a second, past preemption's timeout
-        claims += cycle.check(now).claims
-    victims = [v.task_id for c in claims for p in c.plans for v in p.victims]
+    # a check a second, past preemption's timeout
+    victims = [v.task_id for v in doomed(cycle, (11.0, 12.0, 13.0, 14.0))]
     assert victims == [], (
         f"late, second in fifo pool batch, had {len(victims)} of first's tasks claimed "
         f"({victims}); fair shares as preemption reads them: {cycle.preemption.fair}"

@@ -12,13 +12,12 @@ until B's tasks hold 4, killing 2 of A's tasks where 1 met the guarantee -- B en
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running
 
 R = Resources.parse
 TASK = R("cpus:1;mem:1024")
@@ -37,8 +36,7 @@ def test_a_guarantee_partly_met_by_an_idle_reservation_takes_only_what_it_lacks(
     cycle = OfferCycle(a, books, config)
     placed = [("A", "s0")] * 4 + [("A", "s1")] * 4 + [("A", "s2")] * 2 + [("B", "s2")] * 2
     for k, (name, slave) in enumerate(placed):
-        a.allocate_existing(name, slave, TASK)
-        books.tasks[(name, f"t{k}")] = RunningTask(name, f"t{k}", slave, dict(TASK.millis), k)
+        book_running(a, books, name, slave, f"t{k}", TASK, k)
     books.demand["B"] = [(dict(TASK.millis), 5)]
     assert a.quota_stage.lack("B") == {"cpus": 1000}  # 4 less 2 in tasks, 1 reserved idle
 

@@ -23,7 +23,7 @@ from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -44,8 +44,7 @@ def test_a_guarantee_above_the_fair_share_is_preempted_for_in_full(policy: str) 
     cycle = OfferCycle(a, books, config)
     for i in range(8):  # batch took the idle cluster
         slave = f"s{i // 4}"
-        a.allocate_existing("batch", slave, TASK)
-        books.tasks[("batch", f"t{i}")] = RunningTask("batch", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, "batch", slave, f"t{i}", TASK, i)
     books.demand["prod"] = [(dict(TASK.millis), 6)]  # its guarantee's worth
 
     victims = []

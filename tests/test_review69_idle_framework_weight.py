@@ -14,12 +14,11 @@ from 4 tasks to 3 (to 2.67, in whole tasks) for mallory.
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -38,17 +37,14 @@ def test_a_framework_that_wants_nothing_does_not_halve_its_roles_fair_share() ->
     cycle.suppress("alice-idle")  # (its work done: it wants no offers)
     for i, name in enumerate(["alice"] * 4 + ["mallory"] * 4):  # each role half
         slave = f"s{i // 4}"
-        a.allocate_existing(name, slave, TASK)
-        books.tasks[(name, f"t{i}")] = RunningTask(name, f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, name, slave, f"t{i}", TASK, i)
     books.demand.update(
         {"alice": [(dict(TASK.millis), 100)], "mallory": [(dict(TASK.millis), 100)]}
     )
     assert a.roles.share("alice") == a.roles.share("mallory")  # the allocator: even
 
-    claims = []
-    for now in range(6):  # a check a second, past preemption's timeout
-        claims += cycle.check(float(now)).claims
-    victims = [(v.framework_id, v.task_id) for c in claims for p in c.plans for v in p.victims]
+    # a check a second, past preemption's timeout
+    victims = [(v.framework_id, v.task_id) for v in doomed(cycle, map(float, range(6)))]
     assert victims == [], (
         f"roles alice and mallory, of weight 1, hold 4 of 8 CPUs each; yet {victims} were "
         f"claimed; fair shares as preemption reads them: {cycle.preemption.fair}"

@@ -13,13 +13,12 @@ nothing: it idles through the hold, and goes back to alice. The ideal also gives
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -39,15 +38,12 @@ def test_a_role_at_its_limit_has_nobodys_tasks_killed_for_it() -> None:
     cycle = OfferCycle(a, books, config)
     for i, name in enumerate(["alice"] * 6 + ["mallory"] * 2):
         slave = f"s{i % 2}"
-        a.allocate_existing(name, slave, TASK)
-        books.tasks[(name, f"t{i}")] = RunningTask(name, f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, name, slave, f"t{i}", TASK, i)
     books.demand["mallory"] = [(dict(TASK.millis), 100)]  # (more than its limit lets it have)
     assert a.quota_stage.offerable("mallory", dict(SLAVE.millis)).get("cpus", 0) == 0
 
-    claims = []
-    for now in range(10):  # a check a second, past preemption's timeout
-        claims += cycle.check(float(now)).claims
-    victims = [(v.framework_id, v.task_id) for c in claims for p in c.plans for v in p.victims]
+    # a check a second, past preemption's timeout
+    victims = [(v.framework_id, v.task_id) for v in doomed(cycle, map(float, range(10)))]
     fair = cycle.preemption.fair
     assert victims == [], (
         f"mallory holds its role's limit of 2 CPUs, yet {victims} were claimed for it; "

@@ -14,45 +14,14 @@ from __future__ import annotations
 
 import pytest
 
-from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
-from master.allocation.preemption import PreemptionConfig
-from master.allocation.quota import Quota
-from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
-
-TASK = Resources(cpus=1, mem=1024)
-SLAVE = Resources(cpus=4, mem=4096)
-
-
-def cluster(roles: list[str]) -> tuple[OfferCycle, Books]:
-    """Three slaves (12 CPUs), roles h-web (guaranteed 6 CPUs), h-batch and x, weight 1
-    each; hydra in `roles` holds 6 tasks in h-batch, and wants 6 more; xena (role x) holds
-    the other 6, 2 over its third."""
-    config = CycleConfig(
-        policy="hdrf", preemption=PreemptionConfig(guarantee_timeout=1.0, notice=1.0)
-    )
-    a, books = Allocator("hdrf"), Books()
-    a.roles.set_quota("h-web", Quota(guarantee=Resources(cpus=6)))
-    a.add_framework("hydra", roles=roles)
-    a.add_framework("xena", "x")
-    books.roles.update({"hydra": roles[0], "xena": "x"})  # (as the master's: its first)
-    for i in range(3):
-        a.add_slave(f"s{i}", SLAVE)
-    cycle = OfferCycle(a, books, config)
-    for i in range(12):
-        fid, slave = ("hydra", f"s{i // 4}") if i < 6 else ("xena", f"s{i // 4}")
-        a.allocate_existing(fid, slave, TASK, "h-batch" if fid == "hydra" else None)
-        books.tasks[(fid, f"t{i}")] = RunningTask(fid, f"t{i}", slave, dict(TASK.millis), i)
-    books.demand["hydra"] = [(dict(TASK.millis), 6)]
-    return cycle, books
+from harness.cycle import hydra_and_xena
 
 
 @pytest.mark.parametrize("roles", [["h-batch", "h-web"], ["h-web", "h-batch"]])
 def test_a_multi_role_frameworks_guaranteed_role_is_preempted_for(roles: list[str]) -> None:
-    cycle, _ = cluster(roles)
+    cycle, _ = hydra_and_xena(roles)
     a = cycle.allocator
     assert a.allocation("hydra", "h-web") == Resources()  # its guaranteed role: nothing
     assert a.allocation("xena").get("cpus") == 6  # over its third of 12 CPUs

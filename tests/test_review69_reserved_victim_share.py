@@ -18,12 +18,11 @@ from __future__ import annotations
 import pytest
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running, doomed
 
 R = Resources.parse
 
@@ -43,18 +42,13 @@ def test_a_victim_on_its_reservation_keeps_its_fair_share(s0_mem: str) -> None:
                                  ("s0", R(f"cpus:1;{s0_mem}:2048"), 10.0)):  # fmt: skip
         for i in range(4):  # (s0's the younger: preemption's first choice)
             k += 1
-            a.allocate_existing("alice", slave, task)
-            books.tasks[("alice", f"t{k}")] = RunningTask(
-                "alice", f"t{k}", slave, dict(task.millis), started + i
-            )
+            book_running(a, books, "alice", slave, f"t{k}", task, started + i)
     for name in ("mallory", "bob"):
         books.demand[name] = [(dict(R("cpus:1").millis), 100)]
     assert a.dominant_share("alice") == 1.0
 
-    claims = []
-    for now in (20.0, 21.0, 22.0):  # past preemption's timeout
-        claims += cycle.check(now).claims
-    victims = [v.task_id for c in claims for p in c.plans for v in p.victims]
+    # past preemption's timeout
+    victims = [v.task_id for v in doomed(cycle, (20.0, 21.0, 22.0))]
     fair = cycle.preemption.fair["alice"]
     left = 8 - len(victims)
     assert left / 8 >= fair - 1e-9, (

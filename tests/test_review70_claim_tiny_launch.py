@@ -18,45 +18,24 @@ cannot "have others' tasks killed every --preemption-timeout seconds for nothing
 
 from __future__ import annotations
 
-from master.allocation.allocator import Allocator
 from master.allocation.claim_use import FIRST_WAIT
 from master.allocation.planning import RunningTask
-from master.allocation.preemption import PreemptionConfig
-from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import TASK, end_kills, hog_and_claimant
 
-TASK = Resources(cpus=1, mem=1024)
 TINY = Resources(cpus=0.1, mem=16)
-SLAVE = Resources(cpus=4, mem=4096)
 FAIR = 4  # tasks: half of 8 CPUs, each of the two roles'
 REFUSE = 4.0  # seconds B refuses what it leaves of a room offered back
 
 
 def test_a_tiny_task_in_the_room_offered_back_does_not_make_the_claim_used() -> None:
-    config = CycleConfig(preemption=PreemptionConfig(timeout=5.0, notice=2.0))
-    allocator, books = Allocator("drf"), Books()
-    for name in ("A", "B"):
-        allocator.add_framework(name, name)
-        books.roles[name] = name
-    for i in range(2):
-        allocator.add_slave(f"s{i}", SLAVE)
-    cycle = OfferCycle(allocator, books, config)
-    for i in range(8):  # A took the idle cluster
-        slave = f"s{i % 2}"
-        allocator.allocate_existing("A", slave, TASK)
-        books.tasks[("A", f"t{i}")] = RunningTask("A", f"t{i}", slave, dict(TASK.millis), i)
-    books.demand["B"] = [(dict(TASK.millis), 100)]
+    allocator, books, cycle = hog_and_claimant(2, 100)  # A took the idle cluster
     now, killed, flashes = 0.0, 0, 0
     flashed: set[str] = set()  # slaves B filled with tasks that ended at once
     while now < FIRST_WAIT:  # a check and a round a second, as the master's
         cycle.check(now)
-        for kill in cycle.kills_due(now):  # the victims end
-            books.tasks.pop((kill.framework_id, kill.task_id))
-            cycle.task_ended(kill.framework_id, kill.task_id, finished=False, ran=1.0, now=now)
-            allocator.recover(kill.framework_id, kill.slave_id, TASK)
-            killed += 1
+        killed += end_kills(cycle, books, now)  # the victims end
         for o in cycle.round(now).offers:
             if o.framework_id == "B":
                 flashes += 1

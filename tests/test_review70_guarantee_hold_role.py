@@ -20,13 +20,12 @@ for `h-web`'s guarantee.
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -47,8 +46,7 @@ def test_the_room_freed_for_a_guaranteed_second_role_is_offered_in_that_role() -
     cycle = OfferCycle(a, books, config)
     for i in range(8):  # hydra runs 2 tasks in h-batch, xena the other 6
         fid, slave = ("hydra", f"s{i % 2}") if i < 2 else ("xena", f"s{i % 2}")
-        a.allocate_existing(fid, slave, TASK, "h-batch" if fid == "hydra" else None)
-        books.tasks[(fid, f"t{i}")] = RunningTask(fid, f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, fid, slave, f"t{i}", TASK, i, "h-batch" if fid == "hydra" else None)
     books.demand["hydra"] = [(dict(TASK.millis), 2)]  # for h-web, guaranteed 2 and holding 0
 
     claimed: set[str] = set()

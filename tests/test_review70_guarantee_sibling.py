@@ -17,13 +17,12 @@ its guarantee for as long as prod/batch's tasks run (with --guarantee-timeout al
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -44,14 +43,11 @@ def test_a_sub_roles_guarantee_takes_from_its_sibling_under_a_met_parent() -> No
     cycle = OfferCycle(a, books, config)
     for i in range(8):  # prod/batch runs on every CPU: prod at its guarantee
         slave = f"s{i // 4}"
-        a.allocate_existing("pb", slave, TASK)
-        books.tasks[("pb", f"t{i}")] = RunningTask("pb", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, "pb", slave, f"t{i}", TASK, i)
     books.demand["pw"] = [(dict(TASK.millis), 4)]
 
-    claims = []
-    for now in (0.0, 1.0, 2.0, 3.0, 4.0):  # past the guarantee's timeout
-        claims += cycle.check(now).claims
-    victims = sorted(v.task_id for c in claims for p in c.plans for v in p.victims)
+    # past the guarantee's timeout
+    victims = sorted(v.task_id for v in doomed(cycle, (0.0, 1.0, 2.0, 3.0, 4.0)))
     assert len(victims) == 4, (
         f"prod/web, guaranteed 4 CPUs and holding none, had {victims} of prod/batch's tasks "
         f"doomed: prod holds its guarantee of 8 whichever of its sub-roles runs them, and "

@@ -19,13 +19,12 @@ from __future__ import annotations
 import pytest
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -47,8 +46,7 @@ def test_a_guarantee_with_two_wanting_members_is_preempted_for_once(policy: str)
     cycle = OfferCycle(a, books, config)
     for i in range(8):  # batch took the idle cluster
         slave = f"s{i // 4}"
-        a.allocate_existing("batch", slave, TASK)
-        books.tasks[("batch", f"t{i}")] = RunningTask("batch", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, "batch", slave, f"t{i}", TASK, i)
     books.demand["p1"] = [(dict(TASK.millis), GUARANTEE)]
     books.demand["p2"] = [(dict(TASK.millis), GUARANTEE)]
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 import pytest
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096, disk=8192)
@@ -46,14 +45,11 @@ def test_a_guarantee_on_a_resource_its_tasks_do_not_use_takes_no_more_than_it_ca
     cycle = OfferCycle(a, books, config)
     for i in range(8):  # batch took every CPU
         slave = f"s{i // 4}"
-        a.allocate_existing("batch", slave, TASK)
-        books.tasks[("batch", f"t{i}")] = RunningTask("batch", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, "batch", slave, f"t{i}", TASK, i)
     books.demand["prod"] = [(dict(TASK.millis), 8)]
 
-    claims = []
-    for now in (0.0, 1.0, 2.0, 3.0):  # past the guarantee's timeout
-        claims += cycle.check(now).claims
-    victims = sorted(v.task_id for c in claims for p in c.plans for v in p.victims)
+    # past the guarantee's timeout
+    victims = sorted(v.task_id for v in doomed(cycle, (0.0, 1.0, 2.0, 3.0)))
     assert len(victims) <= 2, (
         f"prod, guaranteed cpus:2;disk:1024 and running tasks of no disk, had "
         f"{len(victims)} of batch's 8 tasks doomed ({victims}): batch keeps "

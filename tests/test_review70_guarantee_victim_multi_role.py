@@ -25,7 +25,7 @@ from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -57,10 +57,8 @@ def test_a_guarantee_claim_leaves_a_multi_role_victims_guarantee_met(
     assert a.allocation("hydra", "t-web").get("cpus") == 4  # its guarantee, met
     books.demand["pfw"] = [(dict(TASK.millis), 4)]
 
-    claims = []
-    for now in (0.0, 1.0, 2.0, 3.0):  # past the guarantee's timeout
-        claims += cycle.check(now).claims
-    victims = sorted(v.task_id for c in claims for p in c.plans for v in p.victims)
+    # past the guarantee's timeout
+    victims = sorted(v.task_id for v in doomed(cycle, (0.0, 1.0, 2.0, 3.0)))
     web = [t for t in victims if t.startswith("t-web")]
     assert not web, (
         f"prod's guarantee claim doomed {victims}: {len(web)} of them t-web's, which is "

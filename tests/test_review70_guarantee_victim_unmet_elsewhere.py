@@ -13,13 +13,12 @@ hog's tasks run.
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running, doomed
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096, disk=8192)
@@ -40,14 +39,11 @@ def test_a_victims_gap_in_a_resource_its_task_does_not_hold_does_not_shield_it()
     cycle = OfferCycle(a, books, config)
     for i in range(8):  # hog took every CPU
         slave = f"s{i // 4}"
-        a.allocate_existing("hog", slave, TASK)
-        books.tasks[("hog", f"t{i}")] = RunningTask("hog", f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, "hog", slave, f"t{i}", TASK, i)
     books.demand["prod"] = [(dict(TASK.millis), 4)]
 
-    claims = []
-    for now in (0.0, 1.0, 2.0, 3.0):  # past the guarantee's timeout
-        claims += cycle.check(now).claims
-    victims = sorted(v.task_id for c in claims for p in c.plans for v in p.victims)
+    # past the guarantee's timeout
+    victims = sorted(v.task_id for v in doomed(cycle, (0.0, 1.0, 2.0, 3.0)))
     assert len(victims) == 4, (
         f"prod, guaranteed 4 CPUs and holding none, had {victims} of hog's 8 tasks doomed: "
         f"hog keeps 4 CPUs against its guarantee of 2 either way; its disk gap is no task's"

@@ -18,13 +18,12 @@ them; now alice keeps the pool's whole limit, and bob is offered nothing for eve
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.allocation.quota import Quota
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books
+from harness.cycle import Books, book_running
 
 TASK = Resources(cpus=1, mem=1024)
 SLAVE = Resources(cpus=4, mem=4096)
@@ -44,8 +43,7 @@ def test_a_sub_role_under_a_full_limited_pool_is_preempted_for_from_its_sibling(
     cycle = OfferCycle(a, books, config)
     for i, fid in enumerate(["alice"] * 4 + ["xena"] * 4):
         slave = f"s{i // 4}"
-        a.allocate_existing(fid, slave, TASK)
-        books.tasks[(fid, f"t{i}")] = RunningTask(fid, f"t{i}", slave, dict(TASK.millis), i)
+        book_running(a, books, fid, slave, f"t{i}", TASK, i)
     books.demand["bob"] = [(dict(TASK.millis), 2)]
 
     claims = []

@@ -14,37 +14,12 @@ same claim dooms xena's tasks (review 69's test).
 
 from __future__ import annotations
 
-from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
-from master.allocation.preemption import PreemptionConfig
-from master.allocation.quota import Quota
-from master.cycle import CycleConfig, OfferCycle
-from protocol.wire.resources import Resources
-
-from harness.cycle import Books
-
-TASK = Resources(cpus=1, mem=1024)
-SLAVE = Resources(cpus=4, mem=4096)
+from harness.cycle import hydra_and_xena
 
 
 def test_a_guaranteed_role_still_wanting_is_preempted_for_when_the_first_is_suppressed() -> None:
-    config = CycleConfig(
-        policy="hdrf", preemption=PreemptionConfig(guarantee_timeout=1.0, notice=1.0)
-    )
-    a, books = Allocator("hdrf"), Books()
-    a.roles.set_quota("h-web", Quota(guarantee=Resources(cpus=6)))
-    roles = ["h-batch", "h-web"]
-    a.add_framework("hydra", roles=roles)
-    a.add_framework("xena", "x")
-    books.roles.update({"hydra": roles[0], "xena": "x"})  # (as the master's: its first)
-    for i in range(3):
-        a.add_slave(f"s{i}", SLAVE)
-    cycle = OfferCycle(a, books, config)
-    for i in range(12):
-        fid, slave = ("hydra", f"s{i // 4}") if i < 6 else ("xena", f"s{i // 4}")
-        a.allocate_existing(fid, slave, TASK, "h-batch" if fid == "hydra" else None)
-        books.tasks[(fid, f"t{i}")] = RunningTask(fid, f"t{i}", slave, dict(TASK.millis), i)
-    books.demand["hydra"] = [(dict(TASK.millis), 6)]
+    cycle, _ = hydra_and_xena(["h-batch", "h-web"])  # (review 69's)
+    a = cycle.allocator
     cycle.suppress("hydra", ["h-batch"])  # done with batch; h-web still wants offers
     assert not a.suppressed("hydra/h-web")
 

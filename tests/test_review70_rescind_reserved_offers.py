@@ -19,12 +19,11 @@ A tenant that wants to deny another its reservation needs only to declare a dema
 from __future__ import annotations
 
 from master.allocation.allocator import Allocator
-from master.allocation.planning import RunningTask
 from master.allocation.preemption import PreemptionConfig
 from master.cycle import CycleConfig, OfferCycle
 from protocol.wire.resources import Resources
 
-from harness.cycle import Books, Offer
+from harness.cycle import Books, Offer, book_running
 
 TASK = Resources(cpus=1, mem=1024)
 
@@ -39,8 +38,7 @@ def test_offers_of_a_reservation_nobody_else_may_use_are_not_taken_back() -> Non
     allocator.add_slave("s1", Resources.parse("cpus:2;mem:2048"))
     cycle = OfferCycle(allocator, books, config)
     for i in range(2):  # B runs on all the unreserved room, and wants 4 tasks more
-        allocator.allocate_existing("B", "s1", TASK)
-        books.tasks[("B", f"t{i}")] = RunningTask("B", f"t{i}", "s1", dict(TASK.millis), i)
+        book_running(allocator, books, "B", "s1", f"t{i}", TASK, i)
     books.demand["B"] = [(dict(TASK.millis), 4)]
     rescinded = []
     n = 0

@@ -14,48 +14,13 @@ again, one level down.
 
 from __future__ import annotations
 
-from protocol.wire.messages import Accept, Error, Filters, OfferOperation
-from protocol.wire.resources import Resources
-
-from harness.fakes import FakeFramework
-from harness.helpers import eventually
 from harness.master import Cluster
 from harness.master import cluster as cluster
-
-R = Resources.parse
-
-
-async def create(fw: FakeFramework, volumes: str) -> None:
-    offer = await fw.next_offer(after=fw.offer_count() - 1)
-    await fw.bus.publish(
-        fw.to_master,
-        Accept(
-            framework_id=fw.framework_id,
-            offer_ids=[offer.offer_id],
-            operations=[OfferOperation(type="CREATE", resources=R(volumes))],
-            filters=Filters(refuse_seconds=0),
-        ),
-    )
+from harness.volume_budget import after_a_hogs_volumes
 
 
 async def test_one_sub_roles_volumes_leave_a_sibling_sub_role_room_for_its_own(
     cluster: Cluster,
 ) -> None:
-    master = cluster.master
-    await cluster.slave("s1", R("cpus:2;mem:1024;disk(eng/a):2048;disk(eng/b):64"))
-    hog = await cluster.framework("hog", principal="mallory", role="eng/a")
-    await hog.next_offer()
-    many = ";".join(f"disk(eng/a)[v{i}:d{i}]:1" for i in range(1022))
-    await create(hog, many)
-    await eventually(lambda: "disk(eng/a)[v1021:d1021]" in master.books.slaves["s1"].total.millis)
-    honest = await cluster.framework("honest", principal="bob", role="eng/b")
-    await honest.next_offer()
-    await create(honest, "disk(eng/b)[db:data]:64")
-    await eventually(
-        lambda: (
-            "disk(eng/b)[db:data]" in master.books.slaves["s1"].total.millis
-            or bool(honest.inbox.of(Error))
-        )
-    )
-    made = "disk(eng/b)[db:data]" in master.books.slaves["s1"].total.millis
-    assert made, [e.message for e in honest.inbox.of(Error)]
+    made, errors = await after_a_hogs_volumes(cluster, "eng/a", "eng/b", 1022)
+    assert made, errors

@@ -21,19 +21,16 @@ their number (their resources), not with bytes they choose to carry.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 
 import pytest
 
-from frameworks.driver import SchedulerDriver
-from frameworks.scheduler import Driver, Scheduler, build_task
-from protocol.wire.messages import Filters, Offer, TaskInfo
+from frameworks.scheduler import build_task
+from protocol.wire.messages import Offer, TaskInfo
 from protocol.wire.resources import Resources
 
-from harness.helpers import eventually
-from harness.trust import Secure, T, secure_cluster
+from harness.trust import Hoarder, hoarding
 
 pytestmark = pytest.mark.timeout(120)
 TASKS = 400
@@ -42,39 +39,17 @@ TINY = Resources(cpus=0.001)
 KEPT_A_TASK = 8 * 1024  # what a live task's record may hold: ids, name, resources, ...
 
 
-class Hoarder(Scheduler):
-    """Launches tasks of 0.001 CPUs carrying PAD bytes of data each, 3 an offer, until
-    TASKS are launched; each runs an hour (a simulated task reads its duration there)."""
-
-    def __init__(self) -> None:
-        self.n = 0
-
-    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
-        data = json.dumps({"duration": 3600, "pad": "x" * PAD}).encode()
-        for offer in offers:
-            tasks: list[TaskInfo] = []
-            while self.n < TASKS and len(tasks) < 3:
-                self.n += 1
-                tasks.append(build_task(offer, f"h{self.n}", TINY, command="hoard", data=data))
-            if tasks:
-                await driver.launch_tasks([offer.offer_id], tasks, Filters(refuse_seconds=0))
-            else:
-                await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=60))
+def hoard(offer: Offer, n: int) -> TaskInfo:
+    """Task h`n` of 0.001 CPUs carrying PAD bytes of data; it runs an hour (a simulated
+    task reads its duration there)."""
+    data = json.dumps({"duration": 3600, "pad": "x" * PAD}).encode()
+    return build_task(offer, f"h{n}", TINY, command="hoard", data=data)
 
 
 async def test_a_tenants_live_tasks_hold_no_more_of_the_master_than_their_number(
     tmp_path: Path,
 ) -> None:
-    sec: Secure
-    async with secure_cluster("memory", tmp_path) as sec, contextlib.AsyncExitStack() as stack:
-        mallory = SchedulerDriver(
-            Hoarder(), name="mallory", broker=sec.connect("mallory"), cluster=T.cluster,
-            role="mallory",
-        )  # fmt: skip
-        await mallory.start()
-        stack.push_async_callback(mallory._close)
-        fw = sec.master.books.frameworks[mallory.framework_id or ""]
-        await eventually(lambda: len(fw.tasks) >= TASKS, timeout=60)
+    async with hoarding(tmp_path, Hoarder(hoard, TASKS, at_once=3)) as fw:
         held = sum(
             len(t.info.data) + len(t.info.command.value if t.info.command else "")
             for t in fw.tasks.values()

@@ -18,19 +18,16 @@ number (their resources), not with bytes they choose to carry.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
 
-from frameworks.driver import SchedulerDriver
-from frameworks.scheduler import Driver, Scheduler, build_task
+from frameworks.scheduler import build_task
 from protocol.wire.health import CommandCheck, HealthCheck, HealthCheckType
-from protocol.wire.messages import Filters, Offer, TaskInfo
+from protocol.wire.messages import Offer, TaskInfo
 from protocol.wire.resources import Resources
 
-from harness.helpers import eventually
-from harness.trust import Secure, T, secure_cluster
+from harness.trust import Hoarder, hoarding
 
 pytestmark = pytest.mark.timeout(120)
 TASKS = 400
@@ -48,47 +45,22 @@ def padded_check() -> HealthCheck:
     )
 
 
-class Hoarder(Scheduler):
-    """Launches tasks of 0.001 CPUs with a padded health check, AT_ONCE an offer, until TASKS."""
-
-    def __init__(self) -> None:
-        self.n = 0
-
-    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
-        check = padded_check()
-        for offer in offers:
-            tasks: list[TaskInfo] = []
-            while self.n < TASKS and len(tasks) < AT_ONCE:
-                self.n += 1
-                tasks.append(
-                    build_task(
-                        offer,
-                        f"h{self.n}",
-                        TINY,
-                        command="hoard",
-                        data=b'{"duration": 3600}',
-                        health_check=check,
-                    )
-                )
-            if tasks:
-                await driver.launch_tasks([offer.offer_id], tasks, Filters(refuse_seconds=0))
-            else:
-                await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=60))
+def hoard(offer: Offer, n: int) -> TaskInfo:
+    """Task h`n` of 0.001 CPUs with a padded health check; it runs an hour."""
+    return build_task(
+        offer,
+        f"h{n}",
+        TINY,
+        command="hoard",
+        data=b'{"duration": 3600}',
+        health_check=padded_check(),
+    )
 
 
 async def test_a_tenants_live_tasks_health_checks_hold_no_more_than_their_number(
     tmp_path: Path,
 ) -> None:
-    sec: Secure
-    async with secure_cluster("memory", tmp_path) as sec, contextlib.AsyncExitStack() as stack:
-        mallory = SchedulerDriver(
-            Hoarder(), name="mallory", broker=sec.connect("mallory"), cluster=T.cluster,
-            role="mallory",
-        )  # fmt: skip
-        await mallory.start()
-        stack.push_async_callback(mallory._close)
-        fw = sec.master.books.frameworks[mallory.framework_id or ""]
-        await eventually(lambda: len(fw.tasks) >= TASKS, timeout=60)
+    async with hoarding(tmp_path, Hoarder(hoard, TASKS, AT_ONCE)) as fw:
         held = sum(len(t.info.model_dump_json()) for t in fw.tasks.values())
         live = len(fw.tasks)
         assert held < live * KEPT_A_TASK, (

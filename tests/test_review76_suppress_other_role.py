@@ -29,31 +29,18 @@ from __future__ import annotations
 
 import contextlib
 
-from frameworks import Scheduler, SchedulerDriver
+from frameworks import SchedulerDriver
 from frameworks.errors import DriverError
-from protocol.wire.messages import TaskStatus
 
-from harness.helpers import eventually
+from harness.helpers import Recorder, eventually
 from harness.master import Cluster, T
 from harness.master import cluster as cluster
-
-
-class Listening(Scheduler):
-    def __init__(self) -> None:
-        self.statuses: list[TaskStatus] = []
-        self.errors: list[str] = []
-
-    async def status_update(self, driver: object, status: TaskStatus) -> None:
-        self.statuses.append(status)
-
-    async def error(self, driver: object, message: str) -> None:
-        self.errors.append(message)
 
 
 async def test_suppressing_a_role_it_is_not_in_does_not_stop_the_driver(
     cluster: Cluster,
 ) -> None:
-    listening = Listening()
+    listening = Recorder()  # (it answers no offer)
     driver = SchedulerDriver(
         listening, name="A", broker=cluster.connect, cluster=T.cluster, roles=["web", "batch"]
     )

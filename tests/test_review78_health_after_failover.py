@@ -49,7 +49,7 @@ from protocol.wire.topics import Topics
 from slave.slave import Slave, SlaveConfig
 
 from harness.fakes import FakeFramework
-from harness.helpers import eventually, kill_processes_under, open_transport
+from harness.helpers import eventually, kill_processes_under, open_transport, start_master
 
 T = Topics("r78health")
 HEALTHY = HealthCheck(
@@ -70,14 +70,10 @@ async def test_a_new_leader_knows_a_healthy_task_is_healthy(tmp_path: Path) -> N
         stack.callback(kill_processes_under, tmp_path / "s1")  # (last: whatever is left)
 
         async def leader(name: str) -> Master:
-            bus = await open_transport(stack, connect, name)
             kept = Registry(registry)
             await kept.load()
             config = MasterConfig(allocation_interval=0.05, heartbeat_interval=0.5)
-            master = Master(bus, T, config, registry=kept)
-            await master.start()
-            stack.push_async_callback(master.stop)
-            return master
+            return await start_master(stack, connect, T, config, name, registry=kept)
 
         master = await leader("master-1")
         bus = await open_transport(stack, connect, "s1", inbox=T.slave("slave", "s1"))

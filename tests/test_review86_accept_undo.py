@@ -13,7 +13,6 @@ slave ever runs.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,22 +22,25 @@ import pytest
 from frameworks import (
     CommandInfo,
     ExecutorInfo,
-    Filters,
     Resources,
-    Scheduler,
-    SchedulerDriver,
     TaskState,
     build_task,
 )
 from master.calls.accepts import Accepts
 from master.master import MasterConfig
 
-from harness.helpers import InProcess, Recorder, books_balance, eventually, in_process_cluster
+from harness.groups import EXECUTOR, KEEP_OUT, TASK
+from harness.helpers import (
+    InProcess,
+    Recorder,
+    books_balance,
+    eventually,
+    framework,
+    held,
+    in_process_cluster,
+)
 
 CLUSTER = "undo"
-EXECUTOR = Resources(cpus=0.1, mem=32)
-TASK = Resources(cpus=0.25, mem=32)
-KEEP_OUT = Filters(refuse_seconds=3600)
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -47,30 +49,6 @@ async def cluster(tmp_path: Path) -> AsyncIterator[InProcess]:
     config = MasterConfig(allocation_interval=0.1)
     async with in_process_cluster(CLUSTER, tmp_path, config, slaves=1) as c:
         yield c
-
-
-@contextlib.asynccontextmanager
-async def framework(cluster: InProcess, scheduler: Scheduler) -> AsyncIterator[SchedulerDriver]:
-    driver = SchedulerDriver(scheduler, name="pods", broker=cluster.connect, cluster=CLUSTER)
-    await driver.start()
-    try:
-        yield driver
-    finally:
-        driver.stop()
-        await driver.join()
-
-
-def held(c: InProcess, framework_id: str, slave_id: str) -> Resources:
-    """What the allocator holds for the framework on the slave, its offers left out."""
-    offered = sum(
-        (
-            r.resources
-            for r in c.master.books.offers.values()
-            if r.framework_id == framework_id and r.slave_id == slave_id
-        ),
-        Resources(),
-    )
-    return c.master.allocator.held(framework_id, slave_id) - offered
 
 
 def failing_launch(monkeypatch: pytest.MonkeyPatch, task_id: str) -> None:

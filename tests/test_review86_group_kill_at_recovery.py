@@ -22,18 +22,16 @@ from pathlib import Path
 
 import pytest
 
-from master.master import Master, MasterConfig
+from master.master import MasterConfig
 from protocol.journal import Journal
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import CommandInfo, TaskInfo, TaskState
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
-from slave.slave import Slave, SlaveConfig
 
-from harness.helpers import eventually, open_transport
+from harness.groups import EXECUTOR, TASK
+from harness.helpers import eventually, start_master, start_simulated_slave
 
-EXECUTOR = Resources(cpus=0.1, mem=32)
-TASK = Resources(cpus=0.25, mem=32)
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -76,22 +74,9 @@ async def test_a_task_killed_during_recovery_takes_down_siblings_restored_after_
     topics = Topics("groupkillrecovery")
     connect = MemoryBroker().connector(None)
     async with contextlib.AsyncExitStack() as stack:
-        master_bus = await open_transport(stack, connect, "master")
-        master = Master(master_bus, topics, MasterConfig(allocation_interval=0.05))
-        await master.start()
-        stack.push_async_callback(master.stop)
-        bus = await open_transport(stack, connect, "s1", inbox=topics.slave("slave", "s1"))
-        config = SlaveConfig(
-            slave_id="s1",
-            hostname="s1.local",
-            resources=Resources(cpus=2, mem=512),
-            work_dir=work,
-            cluster=topics.cluster,
-            simulated_tasks=True,
-        )
-        slave = Slave(bus, topics, config)
-        await slave.start()
-        stack.push_async_callback(slave.stop)
+        await start_master(stack, connect, topics, MasterConfig(allocation_interval=0.05))
+        whole = Resources(cpus=2, mem=512)
+        slave = await start_simulated_slave(stack, connect, topics, work, whole)
         await slave.registered.wait()
         await eventually(lambda: ("fw", "a") not in slave.tasks)  # a's kill ended it
         # b, a sibling of a KILLED task, is killed too, and the executor ends with it

@@ -8,23 +8,12 @@ code and 1 here, which no shell-run command could keep.)"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from frameworks.job import instance_code
-from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import TaskState
 from protocol.wire.resources import Resources
 
-from harness.slave import Rig, master_rig
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
+from harness.slave import Rig
+from harness.slave import rig as rig
 
 
 async def test_a_task_a_signal_of_its_own_ended_fails_without_an_exit_code(rig: Rig) -> None:

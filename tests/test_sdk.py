@@ -33,7 +33,7 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.aio import within
 from protocol.wire.messages import State
 
-from harness.helpers import InProcess, Recorder, in_process_cluster, live_cluster
+from harness.helpers import InProcess, Recorder, framework, in_process_cluster, live_cluster
 
 CLUSTER = "sdk"
 
@@ -50,19 +50,6 @@ async def live(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Laun
         mosquitto.url, CLUSTER, tmp_path, ["--allocation-interval", "0.1"]
     ) as launcher:
         yield launcher
-
-
-@contextlib.asynccontextmanager
-async def framework(
-    cluster: InProcess, scheduler: Scheduler, name: str, **kw: object
-) -> AsyncIterator[SchedulerDriver]:
-    driver = SchedulerDriver(scheduler, name=name, broker=cluster.connect, cluster=CLUSTER, **kw)  # type: ignore[arg-type]
-    await driver.start()
-    try:
-        yield driver
-    finally:
-        driver.stop()
-        await driver.join()
 
 
 async def test_a_framework_gets_offers_and_sees_its_task_run_then_finish(

@@ -8,7 +8,6 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import msgpack
@@ -45,13 +44,8 @@ from slave import slave as slave_module
 from slave.files import read_sandbox_file
 
 from harness.helpers import Inbox, books_balance, eventually
-from harness.slave import EXECUTOR, Rig, T, group_members, master_rig, reap, slave_process
-
-
-@pytest.fixture
-async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
-    async with master_rig(mosquitto, tmp_path) as r:
-        yield r
+from harness.slave import EXECUTOR, Rig, T, group_members, reap, slave_process
+from harness.slave import rig as rig
 
 
 async def test_a_command_task_runs_and_its_output_lands_in_its_sandbox(rig: Rig) -> None:

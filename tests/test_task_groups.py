@@ -25,8 +25,6 @@ from frameworks import (
     Filters,
     Reason,
     Resources,
-    Scheduler,
-    SchedulerDriver,
     TaskState,
     build_task,
 )
@@ -35,20 +33,20 @@ from master.master import MasterConfig
 from protocol.wire.messages import Accept, Error, TaskGroup
 from slave.slave import Slave
 
+from harness.groups import EXECUTOR, KEEP_OUT, TASK
 from harness.helpers import (
     Inbox,
     InProcess,
     Recorder,
     books_balance,
     eventually,
+    framework,
+    held,
     in_process_cluster,
     open_transport,
 )
 
 CLUSTER = "groups"
-EXECUTOR = Resources(cpus=0.1, mem=32)  # the default executor's own
-TASK = Resources(cpus=0.25, mem=32)
-KEEP_OUT = Filters(refuse_seconds=3600)  # what a launch leaves is not offered back to it
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -57,32 +55,6 @@ async def cluster(tmp_path: Path) -> AsyncIterator[InProcess]:
     config = MasterConfig(allocation_interval=0.1)
     async with in_process_cluster(CLUSTER, tmp_path, config, slaves=2) as c:
         yield c
-
-
-@contextlib.asynccontextmanager
-async def framework(
-    cluster: InProcess, scheduler: Scheduler, name: str
-) -> AsyncIterator[SchedulerDriver]:
-    driver = SchedulerDriver(scheduler, name=name, broker=cluster.connect, cluster=CLUSTER)
-    await driver.start()
-    try:
-        yield driver
-    finally:
-        driver.stop()
-        await driver.join()
-
-
-def held(c: InProcess, framework_id: str, slave_id: str) -> Resources:
-    """What the allocator holds for the framework on the slave, its offers left out."""
-    offered = sum(
-        (
-            r.resources
-            for r in c.master.books.offers.values()
-            if r.framework_id == framework_id and r.slave_id == slave_id
-        ),
-        Resources(),
-    )
-    return c.master.allocator.held(framework_id, slave_id) - offered
 
 
 def slave_of(c: InProcess, slave_id: str) -> Slave:

@@ -46,10 +46,10 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
-from slave.slave import Slave, SlaveConfig
+from slave.slave import Slave
 
 from harness.fakes import FakeFramework
-from harness.helpers import eventually, open_transport
+from harness.helpers import eventually, open_transport, start_master, start_simulated_slave
 
 T = Topics("groupfailover")
 SLAVE = Resources(cpus=2, mem=512)
@@ -128,14 +128,10 @@ class Failover:
 async def leader(
     stack: contextlib.AsyncExitStack, connect: Connector, store: MemoryStore, name: str
 ) -> Master:
-    bus = await open_transport(stack, connect, name)
     kept = Registry(store)
     await kept.load()
     config = MasterConfig(allocation_interval=0.05, heartbeat_interval=0.5)
-    master = Master(bus, T, config, registry=kept)
-    await master.start()
-    stack.push_async_callback(master.stop)
-    return master
+    return await start_master(stack, connect, T, config, name, registry=kept)
 
 
 @contextlib.asynccontextmanager
@@ -146,18 +142,7 @@ async def group_running(tmp_path: Path) -> AsyncIterator[Failover]:
     store = MemoryStore()
     async with contextlib.AsyncExitStack() as stack:
         master = await leader(stack, connect, store, "master-1")
-        bus = await open_transport(stack, connect, "s1", inbox=T.slave("slave", "s1"))
-        config = SlaveConfig(
-            slave_id="s1",
-            hostname="s1.local",
-            resources=SLAVE,
-            work_dir=tmp_path / "s1",
-            cluster=T.cluster,
-            simulated_tasks=True,
-        )
-        slave = Slave(bus, T, config)
-        await slave.start()
-        stack.push_async_callback(slave.stop)
+        slave = await start_simulated_slave(stack, connect, T, tmp_path / "s1", SLAVE)
         fw_bus = await open_transport(stack, connect, "fw", inbox=T.framework("framework", "fw"))
         fw = FakeFramework(fw_bus, T, "fw", acknowledging=True)
         await fw_bus.subscribe(T.framework("framework", "fw"), fw.receive)
@@ -181,8 +166,8 @@ async def group_running(tmp_path: Path) -> AsyncIterator[Failover]:
                 filters=Filters(refuse_seconds=0),
             ),
         )
-        await fw.inbox.wait_until(lambda: heard(fw, "web", TaskState.RUNNING), 20)
-        await fw.inbox.wait_until(lambda: heard(fw, "db", TaskState.RUNNING), 20)
+        await fw.inbox.wait_until(lambda: fw.heard("web", TaskState.RUNNING), 20)
+        await fw.inbox.wait_until(lambda: fw.heard("db", TaskState.RUNNING), 20)
         yield Failover(stack, connect, store, master, slave, fw)
 
 
@@ -193,10 +178,6 @@ def held(master: Master, framework_id: str) -> Resources:
         Resources(),
     )
     return master.allocator.held(framework_id, "s1") - offered
-
-
-def heard(fw: FakeFramework, task_id: str, state: TaskState) -> bool:
-    return any((u.status.task_id, u.status.state) == (task_id, state) for u in fw.inbox.of(Update))
 
 
 async def back(f: Failover) -> None:
@@ -233,9 +214,7 @@ async def test_a_new_leader_offers_nothing_a_running_groups_executor_holds_until
         await f.fw.bus.publish(f.fw.to_master, Kill(framework_id=fid, task_id="web"))
         failure = await f.fw.inbox.wait_for(Failure, lambda m: m.executor_id == "pod", 20)
         assert failure.slave_id == "s1"
-        await f.fw.inbox.wait_until(
-            lambda: heard(f.fw, "db", TaskState.KILLED), 20
-        )  # (its sibling)
+        await f.fw.inbox.wait_until(lambda: f.fw.heard("db", TaskState.KILLED), 20)  # (sibling)
         await eventually(lambda: not books.executors and not books.group_executors)
         assert (await f.whole()).resources == SLAVE
 
@@ -331,8 +310,8 @@ async def test_after_a_failover_a_framework_naming_the_groups_executor_gains_not
                 filters=Filters(refuse_seconds=0),
             ),
         )
-        await f.fw.inbox.wait_until(lambda: heard(f.fw, "cheap", TaskState.ERROR), 20)
-        await f.fw.inbox.wait_until(lambda: heard(f.fw, "mine", TaskState.ERROR), 20)
+        await f.fw.inbox.wait_until(lambda: f.fw.heard("cheap", TaskState.ERROR), 20)
+        await f.fw.inbox.wait_until(lambda: f.fw.heard("mine", TaskState.ERROR), 20)
         refused = {
             u.status.task_id: u.status
             for u in f.fw.inbox.of(Update)

@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from master.master import Master, MasterConfig
+from master.master import MasterConfig
 from protocol.journal import Journal
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.memory import MemoryBroker
@@ -37,14 +37,12 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from slave.paths import task_sandbox
-from slave.slave import Slave, SlaveConfig
 
 from harness.fakes import FakeFramework
-from harness.helpers import eventually, open_transport
+from harness.groups import EXECUTOR, TASK
+from harness.helpers import eventually, open_transport, start_master, start_simulated_slave
 from harness.slave import restartable_slave
 
-EXECUTOR = Resources(cpus=0.1, mem=32)
-TASK = Resources(cpus=0.25, mem=32)
 # runs until the test makes a file in its sandbox, then fails
 FAILS_WHEN_TOLD = "while [ ! -e go ]; do sleep 0.05; done; exit 3"
 
@@ -66,28 +64,7 @@ async def test_a_group_is_kept_across_a_slave_restart_and_still_goes_down_togeth
                 command=CommandInfo(value=command),
             )
 
-        group = TaskGroup(
-            executor_id="pod",
-            executor_resources=EXECUTOR,
-            tasks=[task("web", "sleep 300"), task("job", FAILS_WHEN_TOLD)],
-        )
-        accept = Accept(
-            framework_id=fw.framework_id,
-            offer_ids=[offer.offer_id],
-            groups=[group],
-            filters=Filters(refuse_seconds=3600),
-        )
-        await fw.bus.publish(fw.to_master, accept)
-
-        def heard(task_id: str, state: TaskState) -> bool:
-            return any(
-                (u.status.task_id, u.status.state) == (task_id, state) for u in fw.inbox.of(Update)
-            )
-
-        await fw.inbox.wait_until(
-            lambda: heard("web", TaskState.RUNNING) and heard("job", TaskState.RUNNING),
-            timeout=60,
-        )
+        await run_group(fw, offer, [task("web", "sleep 300"), task("job", FAILS_WHEN_TOLD)])
         master = slave.rig.master
         booked = master.books.frameworks[fw.framework_id]
         assert booked.executors == {(sid, "pod"): EXECUTOR}
@@ -106,7 +83,7 @@ async def test_a_group_is_kept_across_a_slave_restart_and_still_goes_down_togeth
                 if (u.status.task_id, u.status.state) == (task_id, state)
             )
 
-        await fw.inbox.wait_until(lambda: heard("web", TaskState.KILLED), timeout=60)
+        await fw.inbox.wait_until(lambda: fw.heard("web", TaskState.KILLED), timeout=60)
         assert ended("job", TaskState.FAILED).status.executor_id == "pod"
         killed = ended("web", TaskState.KILLED).status
         assert killed.message == "killed: task job of its group ended TASK_FAILED"
@@ -140,22 +117,9 @@ async def test_a_group_none_of_whose_tasks_a_restarted_slave_restores_ends_its_e
     whole = Resources(cpus=2, mem=512)
     connect = MemoryBroker().connector(None)
     async with contextlib.AsyncExitStack() as stack:
-        master_bus = await open_transport(stack, connect, "master")
-        master = Master(master_bus, topics, MasterConfig(allocation_interval=0.05))
-        await master.start()
-        stack.push_async_callback(master.stop)
-        bus = await open_transport(stack, connect, "s1", inbox=topics.slave("slave", "s1"))
-        config = SlaveConfig(
-            slave_id="s1",
-            hostname="s1.local",
-            resources=whole,
-            work_dir=work,
-            cluster=topics.cluster,
-            simulated_tasks=True,
-        )
-        slave = Slave(bus, topics, config)
-        await slave.start()
-        stack.push_async_callback(slave.stop)
+        config = MasterConfig(allocation_interval=0.05)
+        master = await start_master(stack, connect, topics, config)
+        slave = await start_simulated_slave(stack, connect, topics, work, whole)
         await slave.registered.wait()
         assert slave.groups.executors == {}
         assert slave.free() == whole
@@ -187,26 +151,7 @@ async def test_a_restarted_master_learns_a_running_groups_executor_from_its_slav
             command = CommandInfo(value="sleep 300")
             return TaskInfo(task_id=task_id, slave_id=sid, resources=TASK, command=command)
 
-        group = TaskGroup(
-            executor_id="pod", executor_resources=EXECUTOR, tasks=[task("web"), task("db")]
-        )
-        accept = Accept(
-            framework_id=fw.framework_id,
-            offer_ids=[offer.offer_id],
-            groups=[group],
-            filters=Filters(refuse_seconds=3600),
-        )
-        await fw.bus.publish(fw.to_master, accept)
-
-        def heard(task_id: str, state: TaskState) -> bool:
-            return any(
-                (u.status.task_id, u.status.state) == (task_id, state) for u in fw.inbox.of(Update)
-            )
-
-        await fw.inbox.wait_until(
-            lambda: heard("web", TaskState.RUNNING) and heard("db", TaskState.RUNNING),
-            timeout=60,
-        )
+        await run_group(fw, offer, [task("web"), task("db")])
         old = slave.rig.master
         await old.stop()
         await old.bus.close()
@@ -249,6 +194,21 @@ async def test_a_restarted_master_learns_a_running_groups_executor_from_its_slav
                 back = Decline(framework_id=fid, offer_ids=held, filters=Filters(refuse_seconds=0))
                 await fw.bus.publish(fw.to_master, back)
             await more_offers(fw, count)
+
+
+async def run_group(fw: FakeFramework, offer: Offer, tasks: list[TaskInfo]) -> None:
+    """`tasks` launched on `offer` as a group under executor `pod`, and heard running."""
+    group = TaskGroup(executor_id="pod", executor_resources=EXECUTOR, tasks=tasks)
+    accept = Accept(
+        framework_id=fw.framework_id,
+        offer_ids=[offer.offer_id],
+        groups=[group],
+        filters=Filters(refuse_seconds=3600),
+    )
+    await fw.bus.publish(fw.to_master, accept)
+    await fw.inbox.wait_until(
+        lambda: all(fw.heard(t.task_id, TaskState.RUNNING) for t in tasks), timeout=60
+    )
 
 
 async def more_offers(fw: FakeFramework, count: int) -> None:

@@ -23,11 +23,11 @@ from cluster.local.secure import provision
 from frameworks.driver import SchedulerDriver
 from master.cli import rate_limits
 from master.http.config import HttpConfig
-from master.master import Master, MasterConfig
+from master.master import MasterConfig
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.topics import Topics
 
-from harness.helpers import Recorder, basic, eventually, open_transport
+from harness.helpers import Recorder, basic, eventually, start_master
 
 CLUSTER = "review53http"
 PRINCIPALS = [("master", "master"), ("ops", "operator"), ("alice", "framework")]
@@ -46,10 +46,7 @@ async def test_a_tenants_http_questions_of_why_are_held_to_its_rate_limit(
         http=HttpConfig(port=0, credentials=store.path),
     )
     async with contextlib.AsyncExitStack() as stack:
-        bus = await open_transport(stack, broker.connector("master"), "master")
-        master = Master(bus, topics, config)
-        await master.start()
-        stack.push_async_callback(master.stop)
+        master = await start_master(stack, broker.connector("master"), topics, config)
         driver = SchedulerDriver(
             Recorder(), name="alices", broker=broker.connector("alice"), cluster=CLUSTER
         )

@@ -16,6 +16,7 @@ from protocol.wire.values import FrameworkCapability
 from slave import volumes
 from slave.kept_resources import KeptResources, Version
 
+from harness.fakes import operate
 from harness.helpers import eventually
 from harness.master import Cluster, acl_cluster
 from harness.master import cluster as cluster
@@ -43,15 +44,7 @@ async def test_a_destroy_of_a_shared_volume_not_in_its_offers_rescinds_nothing(
     theirs = await attacker.next_offer()
     assert V not in theirs.resources
     destroy = OfferOperation(type="DESTROY", resources=R(f"{V}:64"))
-    await attacker.bus.publish(
-        attacker.to_master,
-        Accept(
-            framework_id=attacker.framework_id,
-            offer_ids=[theirs.offer_id],
-            operations=[destroy],
-            filters=Filters(refuse_seconds=0),
-        ),
-    )
+    await operate(attacker, theirs, destroy)
     await eventually(lambda: any(e.code == "invalid-operation" for e in attacker.inbox.of(Error)))
     await cluster.rounds_pass()
     assert not victim.inbox.of(Rescind), "a's offer rescinded by a DESTROY of nothing offered"
@@ -74,13 +67,7 @@ async def test_a_destroy_of_part_of_a_volume_is_refused(tmp_path: Path) -> None:
             OfferOperation(type="SHRINK_VOLUME", resources=R(f"{volume}:512"), subtract=256),
             OfferOperation(type="DESTROY", resources=R(f"{volume}:256")),
         ):
-            await fw.bus.publish(
-                fw.to_master,
-                Accept(
-                    framework_id=fw.framework_id, offer_ids=[offer.offer_id], operations=[op],
-                    filters=Filters(refuse_seconds=0),
-                ),
-            )  # fmt: skip
+            await operate(fw, offer, op)
             offer = await fw.next_offer(after=fw.offer_count())
         refused = [e.message for e in fw.inbox.of(Error) if e.code == "invalid-operation"]
         assert any("may not resize-volume" in m for m in refused)
@@ -109,13 +96,7 @@ async def test_a_task_on_plain_reserved_disk_does_not_stop_a_volumes_grow(
     grow = OfferOperation(
         type="GROW_VOLUME", resources=R(f"{volume}:100"), addition=R(f"{disk}:100")
     )
-    await fw.bus.publish(
-        fw.to_master,
-        Accept(
-            framework_id=fw.framework_id, offer_ids=[offer.offer_id], operations=[grow],
-            filters=Filters(refuse_seconds=0),
-        ),
-    )  # fmt: skip
+    await operate(fw, offer, grow)
     await fw.next_offer(after=2)
     refused = [e.message for e in fw.inbox.of(Error) if e.code == "invalid-operation"]
     assert not refused, refused
@@ -144,14 +125,7 @@ async def test_a_volume_id_of_another_role_squats_nothing(cluster: Cluster) -> N
     victim = await cluster.framework("victim", role="a")
     offer = await victim.next_offer()
     assert offer.resources["disk(a)"] == 100
-    await victim.bus.publish(
-        victim.to_master,
-        Accept(
-            framework_id=victim.framework_id, offer_ids=[offer.offer_id],
-            operations=[OfferOperation(type="CREATE", resources=R("disk(a)[db:data]:50"))],
-            filters=Filters(refuse_seconds=0),
-        ),
-    )  # fmt: skip
+    await operate(victim, offer, OfferOperation(type="CREATE", resources=R("disk(a)[db:data]:50")))
     await victim.next_offer(after=1)
     refused = [e.message for e in victim.inbox.of(Error) if e.code == "invalid-operation"]
     assert not refused, refused

@@ -28,10 +28,10 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.values import FrameworkCapability
 
-from harness.fakes import FakeFramework
+from harness.fakes import FakeFramework, operate
 from harness.helpers import eventually, need_root
 from harness.images import image  # noqa: F401  (the fixture: podman holds IMAGE)
-from harness.reservations import framework, master, offer_with, operate, slave
+from harness.reservations import framework, master, offer_with, slave
 
 R = Resources.parse
 VOLUME = "disk(team-a)[db:data]"

@@ -26,7 +26,7 @@ from protocol.wire.messages import Accept, Filters, TaskState
 from protocol.wire.why import Why, WhyReason
 from protocol.wire.why_codes import WhyCode
 
-from harness.helpers import InProcess, Recorder, eventually, in_process_cluster
+from harness.helpers import InProcess, Recorder, eventually, in_process_cluster, running
 from harness.schedulers import Fills
 
 CLUSTER = "why"
@@ -38,14 +38,13 @@ async def cluster(tmp_path: Path) -> AsyncIterator[InProcess]:
         yield c
 
 
-@contextlib.asynccontextmanager
-async def framework(
+def framework(
     cluster: InProcess,
     name: str,
     principal: str | None = None,
     scheduler: Scheduler | None = None,
     **kw: object,
-) -> AsyncIterator[SchedulerDriver]:
+) -> contextlib.AbstractAsyncContextManager[SchedulerDriver]:
     driver = SchedulerDriver(
         scheduler or Recorder(),
         name=name,
@@ -53,12 +52,7 @@ async def framework(
         cluster=CLUSTER,
         **kw,  # type: ignore[arg-type]
     )
-    await driver.start()
-    try:
-        yield driver
-    finally:
-        driver.stop()
-        await driver.join()
+    return running(driver)
 
 
 async def test_the_driver_asks_why_and_hears_the_resource_short(cluster: InProcess) -> None:

@@ -22,7 +22,7 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import ClusterEvent, SetQuota
 from protocol.wire.resources import Limit
 
-from harness.helpers import eventually, live_cluster
+from harness.helpers import eventually, live_cluster, running
 from harness.schedulers import Declines, Fills, Ignores
 
 CLUSTER = "whylive"
@@ -41,17 +41,11 @@ async def cluster(
         yield state.web_ui
 
 
-@contextlib.asynccontextmanager
-async def framework(
+def framework(
     mosquitto: MosquittoBroker, scheduler: Scheduler, name: str, **kw: Any
-) -> AsyncIterator[SchedulerDriver]:
+) -> contextlib.AbstractAsyncContextManager[SchedulerDriver]:
     driver = SchedulerDriver(scheduler, name=name, broker=mosquitto.url, cluster=CLUSTER, **kw)
-    await driver.start()
-    try:
-        yield driver
-    finally:
-        driver.stop()
-        await driver.join()
+    return running(driver)
 
 
 async def asked(mosquitto: MosquittoBroker, web: str, framework: str) -> dict[str, Any]:

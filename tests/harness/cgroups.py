@@ -15,11 +15,13 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import (
     Kill,
 )
+from protocol.wire.resources import Resources
 from slave.cgroups import detect
 from slave.isolator import (
     PARENT,
     group_name,
 )
+from slave.slave import Slave
 
 from harness.fakes import FakeFramework
 from harness.slave import Rig, T
@@ -47,6 +49,15 @@ async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
 
 def new_slave_id() -> str:
     return f"iso-{uuid.uuid4().hex[:8]}"  # cgroups are machine-wide: a name of its own
+
+
+async def cgroups_slave(rig: Rig) -> tuple[FakeFramework, str, Slave]:
+    """A framework, then a slave of a new id (2 CPUs, 512 MB) under the cgroups isolator:
+    the framework, the slave's id, and the slave."""
+    fw = await rig.framework()
+    sid = new_slave_id()
+    slave = await rig.start_slave(sid, Resources(cpus=2, mem=512), isolation="cgroups")
+    return fw, sid, slave
 
 
 def task_cgroup(slave_id: str, name: str, principal: str = "") -> str:

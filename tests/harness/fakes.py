@@ -6,8 +6,9 @@ so a test can check the master's side of the protocol message by message.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from protocol.tooling.brokers import BrokerURL
 from protocol.transport.base import Transport
@@ -22,6 +23,7 @@ from protocol.wire.messages import (
     FrameworkShutDown,
     Heartbeat,
     Offer,
+    OfferOperation,
     Offers,
     Register,
     RunTask,
@@ -39,6 +41,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
+from protocol.wire.values import KillPolicy
 
 from harness.helpers import Inbox
 
@@ -124,6 +127,12 @@ class FakeFramework:
             ),
         )
 
+    def heard(self, task_id: str, state: TaskState) -> bool:
+        """Whether an update of `task_id` in `state` has arrived."""
+        return any(
+            (u.status.task_id, u.status.state) == (task_id, state) for u in self.inbox.of(Update)
+        )
+
     async def update_for(
         self, task_id: str, state: TaskState, timeout: float = 10.0, *, after: int = 0
     ) -> TaskStatus:
@@ -143,6 +152,37 @@ class FakeFramework:
         u = found()
         assert u is not None
         return u.status
+
+
+async def operate(fw: FakeFramework, offer: Offer, *ops: OfferOperation) -> None:
+    """Accept an offer with operations and no task, refusing the rest for no time."""
+    await fw.bus.publish(
+        fw.to_master,
+        Accept(
+            framework_id=fw.framework_id,
+            offer_ids=[offer.offer_id],
+            operations=list(ops),
+            filters=Filters(refuse_seconds=0),
+        ),
+    )
+
+
+def graceful_tasks(
+    fw: FakeFramework, offer: Offer, resources: Resources, prefix: str, n: int
+) -> list[TaskInfo]:
+    """`n` tasks of `resources` (`prefix`0, `prefix`1, ...) whose kill policy gives them 60 s
+    of grace: killed, they die slowly."""
+    return [
+        fw.task(offer, resources, f"{prefix}{i}").model_copy(
+            update={"kill_policy": KillPolicy(grace_period=60)}
+        )
+        for i in range(n)
+    ]
+
+
+def offered(m: FakeFramework, b: FakeFramework, seen: tuple[int, int]) -> bool:
+    """Whether `m` or `b` was offered anything since their offer counts were `seen`."""
+    return (m.offer_count(), b.offer_count()) != seen
 
 
 class FakeSlave:
@@ -219,3 +259,29 @@ async def party(url: BrokerURL, name: str, topics: Topics, **kw: object) -> Asyn
     inbox = topics.framework(url.username or "framework", name)
     async with Bus(url, name=name, inbox=inbox, **kw) as bus:  # type: ignore[arg-type]
         yield bus
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(slave: FakeSlave, every: float = 0.2) -> AsyncIterator[None]:
+    """`slave` heartbeats every `every` seconds meanwhile, as a live slave does (it stays)."""
+
+    async def beat() -> None:
+        while True:
+            await slave.heartbeat()
+            await asyncio.sleep(every)
+
+    beating = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        beating.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beating
+
+
+def told_to_shut_down(slave: FakeSlave, framework_id: str) -> Callable[[], bool]:
+    """Whether `slave` has been told to shut `framework_id` down since this call."""
+    shutdowns = len(slave.inbox.of(ShutdownFramework))
+    return lambda: any(
+        s.framework_id == framework_id for s in slave.inbox.of(ShutdownFramework)[shutdowns:]
+    )

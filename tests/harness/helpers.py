@@ -13,7 +13,7 @@ import signal
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiomqtt
 import pytest
@@ -144,6 +144,16 @@ def books_balance(master: Master) -> None:
         for i, d in enumerate(holders):
             assert slave.discrete.contains(d), (slave.slave_id, d)
             assert not any(d.overlap(other) for other in holders[i + 1 :]), holders
+
+
+def held_on(master: Master, slave_id: str) -> Resources:
+    """What tasks hold of a slave, anybody's or nobody's (neither free nor offered)."""
+    books = master.books
+    offered = sum(
+        (o.resources for o in books.offers.values() if o.slave_id == slave_id), Resources()
+    )
+    free = master.allocator.free(slave_id) + offered
+    return books.slaves[slave_id].total.subtract_clamped(free)
 
 
 def raw_client(url: BrokerURL, **kw: object) -> aiomqtt.Client:
@@ -400,6 +410,47 @@ async def start_secure_slaves(
     return buses
 
 
+async def start_master(
+    stack: contextlib.AsyncExitStack,
+    connect: Connector,
+    topics: Topics,
+    config: MasterConfig,
+    name: str = "master",
+    **kw: Any,
+) -> Master:
+    """A master in this process on its own connection `name` (`kw`: its registry, say),
+    stopped with `stack`."""
+    bus = await open_transport(stack, connect, name)
+    master = Master(bus, topics, config, **kw)
+    await master.start()
+    stack.push_async_callback(master.stop)
+    return master
+
+
+async def start_simulated_slave(
+    stack: contextlib.AsyncExitStack,
+    connect: Connector,
+    topics: Topics,
+    work: Path,
+    resources: Resources,
+) -> Slave:
+    """Slave s1 (host s1.local; simulated tasks) in this process on `work`, started and
+    stopped with `stack` (not yet registered: a test waits for what it needs)."""
+    bus = await open_transport(stack, connect, "s1", inbox=topics.slave("slave", "s1"))
+    config = SlaveConfig(
+        slave_id="s1",
+        hostname="s1.local",
+        resources=resources,
+        work_dir=work,
+        cluster=topics.cluster,
+        simulated_tasks=True,
+    )
+    slave = Slave(bus, topics, config)
+    await slave.start()
+    stack.push_async_callback(slave.stop)
+    return slave
+
+
 @dataclasses.dataclass
 class SecureCluster:
     """A live secure cluster: mosquitto with TLS checking `store`, and its master's HTTP."""
@@ -477,6 +528,41 @@ async def in_process_cluster(
             started.append(slave)
         await eventually(lambda: len(master.books.slaves) == slaves)
         yield InProcess(broker, topics, master, started)
+
+
+@contextlib.asynccontextmanager
+async def running(driver: SchedulerDriver) -> AsyncIterator[SchedulerDriver]:
+    """`driver` started, then stopped and joined on leaving."""
+    await driver.start()
+    try:
+        yield driver
+    finally:
+        driver.stop()
+        await driver.join()
+
+
+def framework(
+    cluster: InProcess, scheduler: Scheduler, name: str = "pods", **kw: Any
+) -> contextlib.AbstractAsyncContextManager[SchedulerDriver]:
+    """A framework `name` of `scheduler` on an in-process cluster, running meanwhile
+    (`kw`: more of its driver's settings)."""
+    driver = SchedulerDriver(
+        scheduler, name=name, broker=cluster.connect, cluster=cluster.topics.cluster, **kw
+    )
+    return running(driver)
+
+
+def held(c: InProcess, framework_id: str, slave_id: str) -> Resources:
+    """What the allocator holds for the framework on the slave, its offers left out."""
+    offered = sum(
+        (
+            r.resources
+            for r in c.master.books.offers.values()
+            if r.framework_id == framework_id and r.slave_id == slave_id
+        ),
+        Resources(),
+    )
+    return c.master.allocator.held(framework_id, slave_id) - offered
 
 
 def need_root() -> None:

@@ -114,6 +114,19 @@ async def cluster() -> AsyncIterator[Cluster]:
 
 
 @contextlib.asynccontextmanager
+async def master_on(c: Cluster, registry: Registry, name: str) -> AsyncIterator[Master]:
+    """A master `name` on `c`'s broker with `registry`, running meanwhile (one leader of
+    a failover: the next one reads the same registry's store)."""
+    bus = await c.stack.enter_async_context(c.connect(name=name))
+    master = Master(bus, T, FAST, registry=registry)
+    await master.start()
+    try:
+        yield master
+    finally:
+        await master.stop()
+
+
+@contextlib.asynccontextmanager
 async def acl_cluster(
     tmp_path: Path, grants: dict[str, dict[str, bool]], role: str
 ) -> AsyncIterator[Cluster]:

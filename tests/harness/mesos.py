@@ -21,7 +21,7 @@ from master.mesos_api.doors import mesos_doors
 from master.mesos_api.scheduler_http import SchedulerApi, SchedulerStream
 from protocol.tooling.credentials import Store
 from protocol.transport.memory import MemoryBroker
-from protocol.wire.messages import State
+from protocol.wire.messages import FrameworkMessage, State
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
@@ -175,6 +175,28 @@ class StreamRig:
         launch = {"type": "LAUNCH", "launch": {"task_infos": [task]}}
         status, _ = await s.call("ACCEPT", {"offer_ids": [offer["id"]], "operations": [launch]})
         assert status == 202
+
+    async def executor_says(self, framework_id: str, data: bytes, times: int) -> None:
+        """Executor e1 of `framework_id` on s0 sends `data` to its scheduler `times` times."""
+        for _ in range(times):
+            await self.slave.bus.publish(
+                self.slave.to_master,
+                FrameworkMessage(
+                    framework_id=framework_id, slave_id="s0", executor_id="e1", data=data
+                ),
+            )
+
+    async def answered(self, messages: int) -> None:
+        """Wait until the master has handled or refused `messages` FrameworkMessages, then
+        for 3 offer rounds more (a stream let go has gone by then)."""
+        outcomes = self.master.messages.outcomes
+
+        def answered() -> int:
+            return sum(n for (kind, *_), n in outcomes.items() if kind == "FrameworkMessage")
+
+        await eventually(lambda: answered() >= messages, timeout=30)
+        target = self.master.offer_rounds.count + 3
+        await eventually(lambda: self.master.offer_rounds.count >= target)
 
 
 @contextlib.asynccontextmanager

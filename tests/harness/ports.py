@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from protocol.tooling.brokers import MosquittoBroker
+from protocol.tooling.ports import free_port
 from protocol.wire.discrete import Discrete, Ranges
 from protocol.wire.messages import CommandInfo, TaskInfo
 from protocol.wire.resources import PORTS, Resources
+from slave.slave import Slave
 
 from harness.slave import Rig, master_rig
 
@@ -27,6 +29,17 @@ async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
         pytest.skip("switching users needs root")
     async with master_rig(mosquitto, tmp_path) as r:
         yield r
+
+
+async def slave_with_range(rig: Rig) -> tuple[int, Slave]:
+    """Slave s1 (4 CPUs, 2 GB) with ports B..B+9 of a free block, its ports isolated and
+    checked every 0.2 s, tasks as their users in the host's PID namespace: B, and it."""
+    base = free_port(12)
+    slave = await rig.start_slave(
+        "s1", Resources(cpus=4, mem=2048), discrete=Discrete({PORTS: Ranges([(base, base + 9)])}),
+        ports_isolation=True, ports_check_interval=0.2, switch_user=True, pid_namespace=False,
+    )  # fmt: skip
+    return base, slave
 
 
 def ports(*given: int) -> Discrete:

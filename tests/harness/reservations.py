@@ -11,7 +11,7 @@ from pathlib import Path
 from master.master import Master
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.bus import Bus
-from protocol.wire.messages import Accept, Filters, Offer, OfferOperation
+from protocol.wire.messages import Offer
 from protocol.wire.resources import Resources
 from slave.slave import Slave, SlaveConfig
 
@@ -74,19 +74,6 @@ async def framework(
         await bus.subscribe(T.framework("framework", name), fw.receive)
         await fw.subscribe(name, role=role, failover_timeout=60, **subscribe)
         yield fw
-
-
-async def operate(fw: FakeFramework, offer: Offer, *ops: OfferOperation) -> None:
-    """Accept an offer with operations and no task, refusing the rest for no time."""
-    await fw.bus.publish(
-        fw.to_master,
-        Accept(
-            framework_id=fw.framework_id,
-            offer_ids=[offer.offer_id],
-            operations=list(ops),
-            filters=Filters(refuse_seconds=0),
-        ),
-    )
 
 
 async def offer_with(

@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from master.master import Master, MasterConfig
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.transport.aio import within
@@ -136,6 +138,14 @@ async def master_rig(broker: MosquittoBroker, tmp: Path) -> AsyncIterator[Rig]:
     async with contextlib.AsyncExitStack() as stack:
         r = Rig(broker, tmp, stack)
         await r.start_master()
+        yield r
+
+
+@pytest.fixture
+async def rig(mosquitto: MosquittoBroker, tmp_path: Path) -> AsyncIterator[Rig]:
+    """The master_rig of a test on mosquitto (a test module takes it as a fixture with
+    `from harness.slave import rig as rig`)."""
+    async with master_rig(mosquitto, tmp_path) as r:
         yield r
 
 

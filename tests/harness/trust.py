@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from cluster.local.secure import provision
 from frameworks.driver import SchedulerDriver
 from frameworks.scheduler import Driver, Scheduler, build_task
+from master.books import Framework as MasterFramework
 from master.master import Master, MasterConfig
 from protocol.tooling.brokers import BrokerURL, EmbeddedBroker, MosquittoBroker
 from protocol.tooling.credentials import Store
@@ -27,7 +28,9 @@ from protocol.transport.bus import Bus, MqttConnector
 from protocol.transport.memory import MemoryBroker
 from protocol.wire.messages import (
     Error,
+    Filters,
     Offer,
+    TaskInfo,
     TaskState,
     TaskStatus,
     Wire,
@@ -224,6 +227,43 @@ async def flood_from_mallory(
         env={**os.environ, "FLOOD_SECRET": mallory.password or ""},
         **kw,
     )
+
+
+class Hoarder(Scheduler):
+    """Launches tasks made by `task` (of an offer and a number from 1), `at_once` an offer,
+    until `total` are launched; then declines every offer for a minute."""
+
+    def __init__(self, task: Callable[[Offer, int], TaskInfo], total: int, at_once: int):
+        self.task, self.total, self.at_once = task, total, at_once
+        self.n = 0
+
+    async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
+        for offer in offers:
+            tasks: list[TaskInfo] = []
+            while self.n < self.total and len(tasks) < self.at_once:
+                self.n += 1
+                tasks.append(self.task(offer, self.n))
+            if tasks:
+                await driver.launch_tasks([offer.offer_id], tasks, Filters(refuse_seconds=0))
+            else:
+                await driver.decline_offer(offer.offer_id, Filters(refuse_seconds=60))
+
+
+@contextlib.asynccontextmanager
+async def hoarding(tmp_path: Path, hoarder: Hoarder) -> AsyncIterator[MasterFramework]:
+    """mallory's framework of `hoarder` on a secure cluster on the memory transport: the
+    master's record of it, once its tasks are all live (within 60 s)."""
+    sec: Secure
+    async with secure_cluster("memory", tmp_path) as sec, contextlib.AsyncExitStack() as stack:
+        mallory = SchedulerDriver(
+            hoarder, name="mallory", broker=sec.connect("mallory"), cluster=T.cluster,
+            role="mallory",
+        )  # fmt: skip
+        await mallory.start()
+        stack.push_async_callback(mallory._close)
+        fw = sec.master.books.frameworks[mallory.framework_id or ""]
+        await eventually(lambda: len(fw.tasks) >= hoarder.total, timeout=60)
+        yield fw
 
 
 def draw(strategy: st.SearchStrategy[Wire], n: int) -> list[Wire]:
