@@ -11,10 +11,8 @@ executor has gone, so a slave never told would keep it out of every offer for go
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 
 from master.ha.registry import MemoryStore, Registry
-from master.master import Master
 from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
@@ -27,22 +25,11 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 
 from harness.helpers import eventually
-from harness.master import FAST, GB, Cluster, T
+from harness.master import GB, Cluster, master_on
 
 EXEC = Resources(cpus=1, mem=256)
 TASK = Resources(cpus=0.5, mem=64)
 SLAVE = Resources(cpus=2, mem=2 * GB)
-
-
-@contextlib.asynccontextmanager
-async def master_on(c: Cluster, registry: Registry, name: str) -> AsyncIterator[Master]:
-    bus = await c.stack.enter_async_context(c.connect(name=name))
-    master = Master(bus, T, FAST, registry=registry)
-    await master.start()
-    try:
-        yield master
-    finally:
-        await master.stop()
 
 
 async def test_a_teardown_after_failover_reaches_the_slave_of_an_idle_executor() -> None:

@@ -19,13 +19,11 @@ the new leader can learn the executor only from the slave's word).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from master.ha.registry import MemoryStore, Registry
-from master.master import Master
 from protocol.wire.messages import (
     CommandInfo,
     ExecutorInfo,
@@ -37,22 +35,11 @@ from protocol.wire.resources import Resources
 from slave.slave import Slave, SlaveConfig
 
 from harness.helpers import eventually
-from harness.master import FAST, GB, Cluster, T
+from harness.master import GB, Cluster, T, master_on
 
 EXEC = Resources(cpus=1, mem=256)
 TASK = Resources(cpus=0.5, mem=64)
 SLAVE = Resources(cpus=2, mem=2 * GB)
-
-
-@contextlib.asynccontextmanager
-async def master_on(c: Cluster, registry: Registry, name: str) -> AsyncIterator[Master]:
-    bus = await c.stack.enter_async_context(c.connect(name=name))
-    master = Master(bus, T, FAST, registry=registry)
-    await master.start()
-    try:
-        yield master
-    finally:
-        await master.stop()
 
 
 async def test_a_new_leader_offers_nothing_an_idle_executor_holds() -> None:
