@@ -1,0 +1,156 @@
+"""How many connections the master's HTTP side holds open, by client address and in all.
+
+Anyone who reaches the port, with credentials or none, may open a connection and send
+half a request head (slowloris): aiohttp keeps it an hour, and a connection is a file.
+1,100 of them from one address took every file a master under systemd's default soft
+limit (1,024) may open: nobody's request was answered, not the operator's page nor a Mesos
+HTTP framework's call, and asyncio logged a traceback every second (attack88). So one
+client address holds at most CONNECTIONS_PER_ADDRESS connections at once (a flood of 300
+wrong passwords from one address stays under it, each answered), and all addresses
+together leave FILES_KEPT of the master's open-file limit to its own files and sockets
+(its registry, the broker, ZooKeeper): past either, a new connection is closed as it is
+taken, with a line in the log (`http.connection_refused`, sampled by address), as nginx's
+`limit_conn` refuses one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from master.http.log import RefusedLines
+
+CONNECTIONS_PER_ADDRESS = 512  # open at once from one client address
+FILES_KEPT = 256  # of the open-file limit, never taken by HTTP connections
+LEAST_CONNECTIONS = 64  # in all, however low the limit
+
+
+def most_connections() -> int:
+    """The connections every address may hold together: the soft open-file limit, less
+    what the master keeps for its own files."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1 << 20
+    return max(LEAST_CONNECTIONS, soft - FILES_KEPT)
+
+
+class Doorman:
+    """The protocol factory in front of aiohttp's server: counts the connections open by
+    client address, and closes one past a bound before aiohttp sees it."""
+
+    def __init__(
+        self,
+        factory: Callable[[], asyncio.Protocol],
+        refused: RefusedLines,
+        *,
+        per_address: int = CONNECTIONS_PER_ADDRESS,
+        most: int | None = None,
+    ) -> None:
+        self.factory, self.refused = factory, refused
+        self.per_address = per_address
+        self.most = most_connections() if most is None else most
+        self.open: Counter[str] = Counter()  # connections open, by client address
+        self.total = 0
+
+    def __call__(self) -> asyncio.Protocol:
+        return _Door(self)
+
+    def admit(self, address: str) -> bool:
+        """Count a connection from `address` in, if the bounds let it."""
+        if self.open[address] >= self.per_address or self.total >= self.most:
+            self.refused.refused(
+                "http.connection_refused",
+                remote=address,
+                open_from_address=self.open[address],
+                open=self.total,
+            )
+            return False
+        self.open[address] += 1
+        self.total += 1
+        return True
+
+    def left(self, address: str) -> None:
+        self.total -= 1
+        self.open[address] -= 1
+        if self.open[address] <= 0:
+            del self.open[address]
+
+
+class _Door(asyncio.Protocol):
+    """One connection: aiohttp's handler behind it once admitted, nothing if not."""
+
+    def __init__(self, doorman: Doorman) -> None:
+        self.doorman = doorman
+        self.inner: asyncio.Protocol | None = None
+        self.address = ""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer = transport.get_extra_info("peername")
+        self.address = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
+        if not self.doorman.admit(self.address):
+            transport.close()  # (nothing was read or written: closed at once)
+            return
+        self.inner = self.doorman.factory()
+        self.inner.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.inner is not None:
+            self.doorman.left(self.address)
+            self.inner.connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.inner is not None:
+            self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received() if self.inner is not None else None
+
+    def pause_writing(self) -> None:
+        if self.inner is not None:
+            self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.inner is not None:
+            self.inner.resume_writing()
+
+
+class BoundedSite(web.BaseSite):
+    """aiohttp's TCPSite, its connections counted by a Doorman."""
+
+    def __init__(
+        self,
+        runner: web.BaseRunner,
+        host: str,
+        port: int,
+        *,
+        ssl_context: Any = None,
+        log: Any,
+    ) -> None:
+        super().__init__(runner, ssl_context=ssl_context)
+        self.host, self.port = host, port
+        self.refused = RefusedLines(log)
+
+    @property
+    def name(self) -> str:
+        return f"{'https' if self._ssl_context else 'http'}://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        await super().start()
+        server = self._runner.server
+        assert server is not None
+        self._server = await asyncio.get_running_loop().create_server(
+            Doorman(server, self.refused),
+            self.host,
+            self.port,
+            ssl=self._ssl_context,
+            backlog=self._backlog,
+        )
+
+    async def stop(self) -> None:
+        self.refused.close()
+        await super().stop()
