@@ -18,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import resource
+import ssl
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -49,7 +51,7 @@ ATTACKER = textwrap.dedent(
     import resource, select, socket, sys, time
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    host, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    host, port, count, tls = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     held = []
     for _ in range(count):
         s = socket.socket()
@@ -57,7 +59,8 @@ ATTACKER = textwrap.dedent(
         s.settimeout(5)
         try:
             s.connect((host, port))
-            s.sendall(b"GET /api/v1/state HTTP/1.1\\r\\nHost: x\\r\\n")
+            if tls == "http":  # (over HTTPS: not even a TLS hello)
+                s.sendall(b"GET /api/v1/state HTTP/1.1\\r\\nHost: x\\r\\n")
         except OSError:  # (closed by the master before the head went)
             pass
         held.append(s)
@@ -91,14 +94,19 @@ def soft_file_limit() -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
+@pytest.mark.parametrize("scheme", ["http", "https"])
 async def test_half_sent_requests_leave_the_operator_answered(
-    tmp_path: Path, soft_file_limit: None
+    tmp_path: Path, soft_file_limit: None, scheme: str
 ) -> None:
     store = provision(tmp_path / "auth", PRINCIPALS)
+    http = HttpConfig(port=0, credentials=store.path)
+    if scheme == "https":  # (the store's certificate: 127.0.0.1 is in it)
+        http = replace(http, cert=store.path / "broker.pem", key=store.path / "broker.key")
     async with contextlib.AsyncExitStack() as stack:
         broker = MemoryBroker(store.principals.values())
         config = MasterConfig(
-            principals=store.principals_file, http=HttpConfig(port=0, credentials=store.path)
+            principals=store.principals_file,
+            http=http,
         )
         bus = await open_transport(stack, broker.connector("master"), "master")
         master = Master(bus, Topics("attack88http"), config)
@@ -107,7 +115,8 @@ async def test_half_sent_requests_leave_the_operator_answered(
         await eventually(lambda: bool(master.web_ui))
         where = urlsplit(master.web_ui)
         attacker = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", ATTACKER, str(where.hostname), str(where.port), str(HALF_HEADS),
+            sys.executable, "-c", ATTACKER,
+            str(where.hostname), str(where.port), str(HALF_HEADS), scheme,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )  # fmt: skip
 
@@ -127,10 +136,11 @@ async def test_half_sent_requests_leave_the_operator_answered(
         assert opened == HALF_HEADS  # (each was taken, and answered or closed at once)
         assert still_open <= CONNECTIONS_PER_ADDRESS
 
+        trust = ssl.create_default_context(cafile=store.path / "ca.pem")
         right = {"Authorization": basic("ops", store.secret_file("ops").read_text().strip())}
         async with (
             aiohttp.ClientSession(headers=right, timeout=aiohttp.ClientTimeout(total=5)) as ops,
-            ops.get(f"{master.web_ui}api/v1/whoami") as r,
+            ops.get(f"{master.web_ui}api/v1/whoami", ssl=trust) as r,
         ):
             assert r.status == 200
             assert (await r.json())["principal"] == "ops"

@@ -10,13 +10,16 @@ wrong passwords from one address stays under it, each answered), and all address
 together leave FILES_KEPT of the master's open-file limit to its own files and sockets
 (its registry, the broker, ZooKeeper): past either, a new connection is closed as it is
 taken, with a line in the log (`http.connection_refused`, sampled by address), as nginx's
-`limit_conn` refuses one.
+`limit_conn` refuses one. Over HTTPS a connection is counted from its TCP handshake, not
+its TLS one: one that never begins TLS is held until HANDSHAKE_SECONDS, and counted
+meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
 import resource
+import ssl
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +31,7 @@ from master.http.log import RefusedLines
 CONNECTIONS_PER_ADDRESS = 512  # open at once from one client address
 FILES_KEPT = 256  # of the open-file limit, never taken by HTTP connections
 LEAST_CONNECTIONS = 64  # in all, however low the limit
+HANDSHAKE_SECONDS = 10.0  # a TLS handshake, at most
 
 
 def most_connections() -> int:
@@ -48,10 +52,12 @@ class Doorman:
         factory: Callable[[], asyncio.Protocol],
         refused: RefusedLines,
         *,
+        tls: ssl.SSLContext | None = None,
         per_address: int = CONNECTIONS_PER_ADDRESS,
         most: int | None = None,
     ) -> None:
-        self.factory, self.refused = factory, refused
+        self.factory, self.refused, self.tls = factory, refused, tls
+        self.handshakes: set[asyncio.Task[None]] = set()  # (kept while under way)
         self.per_address = per_address
         self.most = most_connections() if most is None else most
         self.open: Counter[str] = Counter()  # connections open, by client address
@@ -82,12 +88,17 @@ class Doorman:
 
 
 class _Door(asyncio.Protocol):
-    """One connection: aiohttp's handler behind it once admitted, nothing if not."""
+    """One connection: aiohttp's handler behind it once admitted (and, over HTTPS, once
+    its TLS handshake is done), nothing if not."""
 
     def __init__(self, doorman: Doorman) -> None:
         self.doorman = doorman
         self.inner: asyncio.Protocol | None = None
         self.address = ""
+        self.counted = False
+        # what TLS decrypted before the handshake's waiter woke (its first read comes
+        # at once), for aiohttp's handler once it is made
+        self.early: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
@@ -95,17 +106,52 @@ class _Door(asyncio.Protocol):
         if not self.doorman.admit(self.address):
             transport.close()  # (nothing was read or written: closed at once)
             return
+        self.counted = True
+        tls = self.doorman.tls
+        if tls is None:
+            self._serve(transport)
+            return
+        assert isinstance(transport, asyncio.Transport)
+        handshake = asyncio.ensure_future(self._handshake(transport, tls))
+        self.doorman.handshakes.add(handshake)
+        handshake.add_done_callback(self.doorman.handshakes.discard)
+
+    async def _handshake(self, transport: asyncio.Transport, tls: ssl.SSLContext) -> None:
+        try:
+            wrapped = await asyncio.get_running_loop().start_tls(
+                transport, self, tls, server_side=True, ssl_handshake_timeout=HANDSHAKE_SECONDS
+            )
+        except (OSError, ssl.SSLError, TimeoutError, ConnectionError):
+            transport.abort()
+            self._uncount()
+            return
+        if wrapped is None:  # (closed meanwhile)
+            self._uncount()
+            return
+        self._serve(wrapped)
+
+    def _serve(self, transport: asyncio.BaseTransport) -> None:
         self.inner = self.doorman.factory()
         self.inner.connection_made(transport)
+        early, self.early = self.early, []
+        for data in early:
+            self.inner.data_received(data)
+
+    def _uncount(self) -> None:
+        if self.counted:
+            self.counted = False
+            self.doorman.left(self.address)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._uncount()
         if self.inner is not None:
-            self.doorman.left(self.address)
             self.inner.connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self.inner is not None:
             self.inner.data_received(data)
+        elif self.counted:
+            self.early.append(data)
 
     def eof_received(self) -> bool | None:
         return self.inner.eof_received() if self.inner is not None else None
@@ -128,7 +174,7 @@ class BoundedSite(web.BaseSite):
         host: str,
         port: int,
         *,
-        ssl_context: Any = None,
+        ssl_context: ssl.SSLContext | None = None,
         log: Any,
     ) -> None:
         super().__init__(runner, ssl_context=ssl_context)
@@ -144,12 +190,11 @@ class BoundedSite(web.BaseSite):
         server = self._runner.server
         assert server is not None
         self._server = await asyncio.get_running_loop().create_server(
-            Doorman(server, self.refused),
+            Doorman(server, self.refused, tls=self._ssl_context),
             self.host,
             self.port,
-            ssl=self._ssl_context,
             backlog=self._backlog,
-        )
+        )  # (TLS is the doorman's to begin, once it counted the connection)
 
     async def stop(self) -> None:
         self.refused.close()
