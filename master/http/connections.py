@@ -180,6 +180,7 @@ class BoundedSite(web.BaseSite):
         super().__init__(runner, ssl_context=ssl_context)
         self.host, self.port = host, port
         self.refused = RefusedLines(log)
+        self.doorman: Doorman | None = None  # (once started)
 
     @property
     def name(self) -> str:
@@ -189,8 +190,9 @@ class BoundedSite(web.BaseSite):
         await super().start()
         server = self._runner.server
         assert server is not None
+        self.doorman = Doorman(server, self.refused, tls=self._ssl_context)
         self._server = await asyncio.get_running_loop().create_server(
-            Doorman(server, self.refused, tls=self._ssl_context),
+            self.doorman,
             self.host,
             self.port,
             backlog=self._backlog,
@@ -198,4 +200,7 @@ class BoundedSite(web.BaseSite):
 
     async def stop(self) -> None:
         self.refused.close()
+        if self.doorman is not None:
+            for handshake in list(self.doorman.handshakes):
+                handshake.cancel()  # (start_tls closes its connection)
         await super().stop()
