@@ -32,7 +32,7 @@ import pytest
 
 from cluster.local.secure import provision
 from master.http.config import HttpConfig
-from master.http.connections import CONNECTIONS_PER_ADDRESS
+from master.http.connections import CONNECTIONS_PER_ADDRESS, client_of
 from master.master import Master, MasterConfig
 from protocol.transport.aio import within
 from protocol.transport.memory import MemoryBroker
@@ -144,3 +144,13 @@ async def test_half_sent_requests_leave_the_operator_answered(
         ):
             assert r.status == 200
             assert (await r.json())["principal"] == "ops"
+
+
+def test_a_client_is_an_ipv4_address_or_an_ipv6_slash_64() -> None:
+    """An IPv6 host is given a /64: counted by address, it would hold 2**64 bounds."""
+    assert client_of("192.0.2.7") == "192.0.2.7"
+    assert client_of("::ffff:192.0.2.7") == "192.0.2.7"
+    assert client_of("2001:db8:1:2::5") == client_of("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    assert client_of("2001:db8:1:3::5") != client_of("2001:db8:1:2::5")
+    assert client_of("fe80::1%eth0") == "fe80::/64"
+    assert client_of("/run/x.sock") == "/run/x.sock"  # (not an address: itself)

@@ -5,8 +5,9 @@ half a request head (slowloris): aiohttp keeps it an hour, and a connection is a
 1,100 of them from one address took every file a master under systemd's default soft
 limit (1,024) may open: nobody's request was answered, not the operator's page nor a Mesos
 HTTP framework's call, and asyncio logged a traceback every second (attack88). So one
-client address holds at most CONNECTIONS_PER_ADDRESS connections at once (a flood of 300
-wrong passwords from one address stays under it, each answered), and all addresses
+client address (an IPv6 one's /64) holds at most CONNECTIONS_PER_ADDRESS connections at
+once (a flood of 300 wrong passwords from one address stays under it, each answered),
+and all addresses
 together leave FILES_KEPT of the master's open-file limit to its own files and sockets
 (its registry, the broker, ZooKeeper): past either, a new connection is closed as it is
 taken, with a line in the log (`http.connection_refused`, sampled by address), as nginx's
@@ -18,6 +19,7 @@ meanwhile.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import resource
 import ssl
 from collections import Counter
@@ -41,6 +43,21 @@ def most_connections() -> int:
     if soft == resource.RLIM_INFINITY:
         return 1 << 20
     return max(LEAST_CONNECTIONS, soft - FILES_KEPT)
+
+
+def client_of(host: object) -> str:
+    """The client a connection from `host` is counted as: its IPv4 address (also when
+    mapped into IPv6), or its IPv6 address's /64, which one host or site is given whole
+    (counted by address, it would hold 2**64 times the bound)."""
+    try:
+        address = ipaddress.ip_address(str(host).partition("%")[0])
+    except ValueError:
+        return str(host)
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
 
 
 class Doorman:
@@ -102,7 +119,7 @@ class _Door(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
-        self.address = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
+        self.address = client_of(peer[0] if isinstance(peer, tuple) and peer else peer)
         if not self.doorman.admit(self.address):
             transport.close()  # (nothing was read or written: closed at once)
             return
