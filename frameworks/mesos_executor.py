@@ -20,6 +20,13 @@ token, and on a slave that runs each principal's tasks as a user of its own no o
 tenant's process has that uid. No token and another user: 401; a token of another
 executor's: 403 (only the slave, which holds the key, can tell).
 
+Asking the slave whose a token is costs the executor's own line: every message it sends
+waits its principal's pace there (slave.message_budget.UpdatePace). So the adapter asks
+about one token at a time, and answers a wrong one sent meanwhile 429 at once: another
+tenant's task sending wrong tokens from 400 connections at once had queued checks
+ahead of this executor's own messages, one of which waited 2.0 s behind them (attack88).
+Its refusals are logged a few lines a second, with how many were left out.
+
     python -m frameworks.mesos_executor      (with MESOS_EXECUTOR_COMMAND: the real one)
 """
 
@@ -33,6 +40,7 @@ import json
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 from frameworks.executor import Executor, ExecutorDriver
@@ -44,6 +52,8 @@ from protocol.wire.messages import KillPolicy, TaskInfo
 PATH = "/api/v1/executor"
 COMMAND_VARIABLE = "MESOS_EXECUTOR_COMMAND"  # the Mesos executor's own command
 SHUTDOWN_GRACE = 5.0  # seconds from SHUTDOWN to SIGKILL (MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD)
+CHECKS_AT_ONCE = 1  # tokens not its own asked of the slave at once (429 past it)
+REFUSALS_LOGGED = 5  # lines a second about refused calls, at most
 
 log = logs.get("mesos_executor")
 
@@ -58,6 +68,8 @@ class MesosExecutorAdapter(Executor):
         self.endpoint = ""
         self.subscriber: asyncio.Transport | None = None  # the SUBSCRIBE stream's connection
         self.unsent: list[dict[str, Any]] = []  # taken by a stream whose connection dropped
+        self.checking = 0  # tokens asked of the slave, under way
+        self._logged_at, self._logged, self._unlogged = 0.0, 0, 0  # (`_refused`)
 
     # -- our side: the slave's line -----------------------------------------------------------
     async def registered(self, driver: ExecutorDriver) -> None:
@@ -182,7 +194,7 @@ class MesosExecutorAdapter(Executor):
         if header is None:
             if await asyncio.to_thread(peer_is_own_user, request.transport):
                 return None  # (pymesos: no token, from this executor's user)
-            log.warning("mesos_executor.unauthenticated", remote=request.remote)
+            self._refused("mesos_executor.unauthenticated", request)
             return _unauthorized(web, "this executor's API needs its token")
         scheme, _, token = header.partition(" ")
         token = token.strip()
@@ -190,17 +202,38 @@ class MesosExecutorAdapter(Executor):
             return _unauthorized(web, "Authorization: Bearer <token> expected")
         if hmac.compare_digest(token.encode(), driver.token.encode()):
             return None
+        if self.checking >= CHECKS_AT_ONCE:
+            self._refused("mesos_executor.checks_busy", request)
+            busy = _problem(web, "another token is being checked: try again", 429)
+            busy.headers["Retry-After"] = "1"
+            return busy
+        self.checking += 1
         try:
             holder = await driver.token_holder(token)
         except (TimeoutError, RuntimeError):
             return _problem(web, "the slave did not answer: try again", 503)
+        finally:
+            self.checking -= 1
         if holder is None:
-            log.warning("mesos_executor.bad_token", remote=request.remote)
+            self._refused("mesos_executor.bad_token", request)
             return _unauthorized(web, "not a token of this slave's")
         if holder != (driver.framework_id, driver.executor_id):
-            log.warning("mesos_executor.other_executors_token", remote=request.remote)
+            self._refused("mesos_executor.other_executors_token", request)
             return _problem(web, "a token of another executor's", 403)
         return None
+
+    def _refused(self, event: str, request: Any) -> None:
+        """A line about a refused call, REFUSALS_LOGGED a second at most (any local
+        process may send them, and this log is in the tenant's sandbox)."""
+        now = time.monotonic()
+        if now - self._logged_at >= 1.0:
+            self._logged_at, self._logged = now, 0
+        if self._logged >= REFUSALS_LOGGED:
+            self._unlogged += 1
+            return
+        self._logged += 1
+        log.warning(event, remote=request.remote, unlogged=self._unlogged)
+        self._unlogged = 0
 
     async def _subscribe(self, web: Any, request: Any, driver: ExecutorDriver) -> Any:
         live = self.subscriber

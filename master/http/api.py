@@ -166,7 +166,7 @@ class HttpApi:
         self.runner = web.AppRunner(
             app, access_log=None, handle_signals=False, logger=ClientErrors(self.log)
         )
-        self.url = await serve_site(self.runner, self.config)
+        self.url = await serve_site(self.runner, self.config, self.log)
         self.log.info("http.started", url=self.url, authenticated=self.auth is not None)
         return self.url
 

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
 from master.http.config import HttpConfig
+from master.http.connections import BoundedSite
 from master.http.metrics import exposition
 
 # What every answer carries: the page runs only its own script and styles, is never framed,
@@ -57,8 +58,9 @@ def unauthenticated(authorization: str | None, kind: str) -> str:
     )
 
 
-async def serve_site(runner: web.AppRunner, config: HttpConfig) -> str:
-    """Listen where `config` says (HTTPS with its certificate); the URL served."""
+async def serve_site(runner: web.AppRunner, config: HttpConfig, log: Any) -> str:
+    """Listen where `config` says (HTTPS with its certificate), each client's connections
+    bounded (master.http.connections, whose refusals `log` says); the URL served."""
     await runner.setup()
     ssl = None
     if config.cert is not None and config.key is not None:
@@ -66,7 +68,7 @@ async def serve_site(runner: web.AppRunner, config: HttpConfig) -> str:
 
         ssl = ssl_module.create_default_context(ssl_module.Purpose.CLIENT_AUTH)
         ssl.load_cert_chain(config.cert, config.key)
-    site = web.TCPSite(runner, config.host, config.port, ssl_context=ssl)
+    site = BoundedSite(runner, config.host, config.port, ssl_context=ssl, log=log)
     await site.start()
     port = config.port
     for address in runner.addresses:  # the port asked for, or the one given (0)

@@ -68,7 +68,7 @@ class StandbyHttp:
         app.add_routes(self.routes)
         self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
         try:
-            url = await serve_site(self.runner, self.config)
+            url = await serve_site(self.runner, self.config, self.log)
         except OSError as e:
             await self.stop()
             self.log.error("standby_http.failed", error=str(e), port=self.config.port)

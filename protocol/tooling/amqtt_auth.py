@@ -8,6 +8,13 @@ A client's id must be its username, or its username, `~` and anything (one princ
 holds many connections: `protocol.transport.mqtt_client.connection_id`); a client whose
 id is another's, or that fails to authenticate, gets a throwaway client id first, so
 that it cannot take over anybody's session.
+
+A secret is checked at CONNECT, and the connection is held to it: every publish,
+subscription and delivery of a connection whose principal's stored secret is no longer
+the one its CONNECT was checked against (removed, or changed: `auth remove` and `auth
+add` again) is refused, as mosquitto disconnects such a client when it re-reads its
+password file. A connection made with a leaked secret had gone on publishing as its
+principal and reading its frameworks' events after the secret was replaced (attack88).
 """
 
 from __future__ import annotations
@@ -51,6 +58,9 @@ REFUSED_SECONDS = 5.0  # a wrong one, remembered
 REMEMBERED = 10_000  # answers kept at most (the oldest forgotten first)
 
 
+CHECKED_AGAINST = "drfmesos_checked_against"  # a session's: the stored hash its CONNECT met
+
+
 class _Watched:
     """A file's parsed contents, parsed again when its modification time changes."""
 
@@ -73,6 +83,17 @@ class _Watched:
         return self.value
 
 
+_PASSWD: dict[Path, _Watched] = {}  # (one for both plugins: they see a change at once)
+
+
+def _passwd_of(store: str) -> _Watched:
+    path = Path(store) / "passwd"
+    watched = _PASSWD.get(path)
+    if watched is None:
+        watched = _PASSWD[path] = _Watched(path, read_passwd)
+    return watched
+
+
 def _read_rules(path: Path) -> dict[str, dict[str, list[str]]]:
     rules: dict[str, dict[str, list[str]]] = {}
     for name, principal in load_principals(path).items():
@@ -90,7 +111,7 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self._passwd = _Watched(Path(self.config.store) / "passwd", read_passwd)
+        self._passwd = _passwd_of(self.config.store)
         self._right: Remembered[bool] = Remembered(REMEMBERED)
         self._wrong: Remembered[bool] = Remembered(REMEMBERED)
         self._checks: dict[bytes, asyncio.Task[bool]] = {}
@@ -112,6 +133,7 @@ class StoreAuthPlugin(BaseAuthPlugin):  # type: ignore[misc]
         if not ok or not _id_of(session.client_id, username):
             session.client_id = f"refused-{uuid.uuid4().hex}"
             return False
+        setattr(session, CHECKED_AGAINST, hashed)
         return True
 
     async def _verified(self, where: tuple[str, str], secret: str, hashed: str) -> bool:
@@ -164,6 +186,7 @@ class StoreTopicPlugin(BaseTopicPlugin):  # type: ignore[misc]
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self._rules = _Watched(Path(self.config.store) / "principals.json", _read_rules)
+        self._passwd = _passwd_of(self.config.store)
 
     async def topic_filtering(
         self, *, session: Any = None, topic: str | None = None, action: Action | None = None
@@ -173,5 +196,8 @@ class StoreTopicPlugin(BaseTopicPlugin):  # type: ignore[misc]
         rules = self._rules.get().get(session.username)
         if rules is None:
             return False
+        current = self._passwd.get().get(session.username)
+        if current is None or getattr(session, CHECKED_AGAINST, None) != current:
+            return False  # (its secret was replaced, or removed, since it connected)
         allowed = rules["write"] if action == Action.PUBLISH else rules["read"]
         return any(filter_allows(pattern, topic) for pattern in allowed)

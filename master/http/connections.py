@@ -1,0 +1,223 @@
+"""How many connections the master's HTTP side holds open, by client address and in all.
+
+Anyone who reaches the port, with credentials or none, may open a connection and send
+half a request head (slowloris): aiohttp keeps it an hour, and a connection is a file.
+1,100 of them from one address took every file a master under systemd's default soft
+limit (1,024) may open: nobody's request was answered, not the operator's page nor a Mesos
+HTTP framework's call, and asyncio logged a traceback every second (attack88). So one
+client address (an IPv6 one's /64) holds at most CONNECTIONS_PER_ADDRESS connections at
+once (a flood of 300 wrong passwords from one address stays under it, each answered),
+and all addresses
+together leave FILES_KEPT of the master's open-file limit to its own files and sockets
+(its registry, the broker, ZooKeeper): past either, a new connection is closed as it is
+taken, with a line in the log (`http.connection_refused`, sampled by address), as nginx's
+`limit_conn` refuses one. Over HTTPS a connection is counted from its TCP handshake, not
+its TLS one: one that never begins TLS is held until HANDSHAKE_SECONDS, and counted
+meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import resource
+import ssl
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from master.http.log import RefusedLines
+
+CONNECTIONS_PER_ADDRESS = 512  # open at once from one client address
+FILES_KEPT = 256  # of the open-file limit, never taken by HTTP connections
+LEAST_CONNECTIONS = 64  # in all, however low the limit
+HANDSHAKE_SECONDS = 10.0  # a TLS handshake, at most
+
+
+def most_connections() -> int:
+    """The connections every address may hold together: the soft open-file limit, less
+    what the master keeps for its own files."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1 << 20
+    return max(LEAST_CONNECTIONS, soft - FILES_KEPT)
+
+
+def client_of(host: object) -> str:
+    """The client a connection from `host` is counted as: its IPv4 address (also when
+    mapped into IPv6), or its IPv6 address's /64, which one host or site is given whole
+    (counted by address, it would hold 2**64 times the bound)."""
+    try:
+        address = ipaddress.ip_address(str(host).partition("%")[0])
+    except ValueError:
+        return str(host)
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
+
+
+class Doorman:
+    """The protocol factory in front of aiohttp's server: counts the connections open by
+    client address, and closes one past a bound before aiohttp sees it."""
+
+    def __init__(
+        self,
+        factory: Callable[[], asyncio.Protocol],
+        refused: RefusedLines,
+        *,
+        tls: ssl.SSLContext | None = None,
+        per_address: int = CONNECTIONS_PER_ADDRESS,
+        most: int | None = None,
+    ) -> None:
+        self.factory, self.refused, self.tls = factory, refused, tls
+        self.handshakes: set[asyncio.Task[None]] = set()  # (kept while under way)
+        self.per_address = per_address
+        self.most = most_connections() if most is None else most
+        self.open: Counter[str] = Counter()  # connections open, by client address
+        self.total = 0
+
+    def __call__(self) -> asyncio.Protocol:
+        return _Door(self)
+
+    def admit(self, address: str) -> bool:
+        """Count a connection from `address` in, if the bounds let it."""
+        if self.open[address] >= self.per_address or self.total >= self.most:
+            self.refused.refused(
+                "http.connection_refused",
+                remote=address,
+                open_from_address=self.open[address],
+                open=self.total,
+            )
+            return False
+        self.open[address] += 1
+        self.total += 1
+        return True
+
+    def left(self, address: str) -> None:
+        self.total -= 1
+        self.open[address] -= 1
+        if self.open[address] <= 0:
+            del self.open[address]
+
+
+class _Door(asyncio.Protocol):
+    """One connection: aiohttp's handler behind it once admitted (and, over HTTPS, once
+    its TLS handshake is done), nothing if not."""
+
+    def __init__(self, doorman: Doorman) -> None:
+        self.doorman = doorman
+        self.inner: asyncio.Protocol | None = None
+        self.address = ""
+        self.counted = False
+        # what TLS decrypted before the handshake's waiter woke (its first read comes
+        # at once), for aiohttp's handler once it is made
+        self.early: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer = transport.get_extra_info("peername")
+        self.address = client_of(peer[0] if isinstance(peer, tuple) and peer else peer)
+        if not self.doorman.admit(self.address):
+            transport.close()  # (nothing was read or written: closed at once)
+            return
+        self.counted = True
+        tls = self.doorman.tls
+        if tls is None:
+            self._serve(transport)
+            return
+        assert isinstance(transport, asyncio.Transport)
+        handshake = asyncio.ensure_future(self._handshake(transport, tls))
+        self.doorman.handshakes.add(handshake)
+        handshake.add_done_callback(self.doorman.handshakes.discard)
+
+    async def _handshake(self, transport: asyncio.Transport, tls: ssl.SSLContext) -> None:
+        try:
+            wrapped = await asyncio.get_running_loop().start_tls(
+                transport, self, tls, server_side=True, ssl_handshake_timeout=HANDSHAKE_SECONDS
+            )
+        except (OSError, ssl.SSLError, TimeoutError, ConnectionError):
+            transport.abort()
+            self._uncount()
+            return
+        if wrapped is None:  # (closed meanwhile)
+            self._uncount()
+            return
+        self._serve(wrapped)
+
+    def _serve(self, transport: asyncio.BaseTransport) -> None:
+        self.inner = self.doorman.factory()
+        self.inner.connection_made(transport)
+        early, self.early = self.early, []
+        for data in early:
+            self.inner.data_received(data)
+
+    def _uncount(self) -> None:
+        if self.counted:
+            self.counted = False
+            self.doorman.left(self.address)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._uncount()
+        if self.inner is not None:
+            self.inner.connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.inner is not None:
+            self.inner.data_received(data)
+        elif self.counted:
+            self.early.append(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received() if self.inner is not None else None
+
+    def pause_writing(self) -> None:
+        if self.inner is not None:
+            self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.inner is not None:
+            self.inner.resume_writing()
+
+
+class BoundedSite(web.BaseSite):
+    """aiohttp's TCPSite, its connections counted by a Doorman."""
+
+    def __init__(
+        self,
+        runner: web.BaseRunner,
+        host: str,
+        port: int,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        log: Any,
+    ) -> None:
+        super().__init__(runner, ssl_context=ssl_context)
+        self.host, self.port = host, port
+        self.refused = RefusedLines(log)
+        self.doorman: Doorman | None = None  # (once started)
+
+    @property
+    def name(self) -> str:
+        return f"{'https' if self._ssl_context else 'http'}://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        await super().start()
+        server = self._runner.server
+        assert server is not None
+        self.doorman = Doorman(server, self.refused, tls=self._ssl_context)
+        self._server = await asyncio.get_running_loop().create_server(
+            self.doorman,
+            self.host,
+            self.port,
+            backlog=self._backlog,
+        )  # (TLS is the doorman's to begin, once it counted the connection)
+
+    async def stop(self) -> None:
+        self.refused.close()
+        if self.doorman is not None:
+            for handshake in list(self.doorman.handshakes):
+                handshake.cancel()  # (start_tls closes its connection)
+        await super().stop()

@@ -1,0 +1,97 @@
+"""A connection made with a secret the store no longer holds reaches nothing (attack88).
+
+The embedded broker re-reads the store once a second, but checked a principal's secret
+only at CONNECT: a connection made with alice's old secret stayed connected through
+`drfmesos auth remove alice` and `auth add alice` (her secret changed, as it is when it
+leaked), and then published as alice and read her frameworks' events again (measured on
+2026-12-07: its Subscribe was served, its framework offered). mosquitto disconnects such
+a client when it re-reads its password file. Now every publish, subscription and
+delivery of a connection whose principal's stored secret changed since its CONNECT is
+refused, as mosquitto's ACL refuses one it does not allow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import aiomqtt
+import pytest
+
+from cluster.local.secure import as_principal, provision
+from protocol.tooling.brokers import BrokerURL, EmbeddedBroker
+from protocol.transport.aio import within
+from protocol.transport.mqtt_client import connection_id
+
+pytestmark = pytest.mark.timeout(60)
+
+CALLS = "drfmesos/default/in/framework/alice"
+EVENTS = "drfmesos/default/out/framework/alice/inbox-1"
+
+
+def client(url: BrokerURL, name: str) -> aiomqtt.Client:
+    return aiomqtt.Client(
+        "127.0.0.1",
+        url.port,
+        username=url.username,
+        password=url.password,
+        identifier=connection_id(url, name),
+    )
+
+
+async def connected(url: BrokerURL, name: str) -> aiomqtt.Client:
+    """A client of `url`'s credentials, once the broker takes them (it reads the store's
+    changes once a second)."""
+    async with asyncio.timeout(10):
+        while True:
+            c = client(url, name)
+            try:
+                await c.__aenter__()
+            except aiomqtt.MqttError:
+                await asyncio.sleep(0.2)  # (a retry's pace)
+                continue
+            await c.__aexit__(None, None, None)
+            return client(url, name)
+
+
+async def next_message(c: aiomqtt.Client, seconds: float) -> bytes | None:
+    """The payload of the next message `c` gets within `seconds`, or None."""
+    with contextlib.suppress(TimeoutError):
+        message = await within(anext(aiter(c.messages)), seconds)
+        return bytes(message.payload)
+    return None
+
+
+async def test_a_connection_with_alices_old_secret_reaches_nothing(tmp_path: Path) -> None:
+    store = provision(tmp_path / "auth", [("master", "master"), ("alice", "framework")])
+    broker = EmbeddedBroker(auth=store.path)
+    await broker.start()
+    try:
+        master_url = as_principal(broker.url, store, "master")
+        old = as_principal(broker.url, store, "alice")
+        async with client(master_url, "master") as master, client(old, "thief") as thief:
+            await master.subscribe("drfmesos/+/in/#", qos=1)
+            await thief.subscribe("drfmesos/default/out/framework/alice/#", qos=1)
+            await thief.publish(CALLS, b"before", qos=1)
+            assert await next_message(master, 5) == b"before"
+            await master.publish(EVENTS, b"events before", qos=1)
+            assert await next_message(thief, 5) == b"events before"
+
+            store.remove("alice")  # (her secret leaked: a new one)
+            store.add("alice", "framework", (), keep_secret=True)
+            new = as_principal(broker.url, store, "alice")
+            assert new.password != old.password
+            async with await connected(new, "alice") as alice:  # (the broker read the store)
+                await alice.publish(CALLS, b"new", qos=1)
+                assert await next_message(master, 5) == b"new"
+
+                with contextlib.suppress(aiomqtt.MqttError):  # (refused, or cut off)
+                    await thief.publish(CALLS, b"after", qos=1)
+                assert await next_message(master, 2) is None
+                await master.publish(EVENTS, b"events after", qos=1)
+                assert await next_message(alice, 5) is None  # (not subscribed: the thief is)
+                with contextlib.suppress(aiomqtt.MqttError):
+                    assert await next_message(thief, 2) is None
+    finally:
+        await broker.stop()
