@@ -341,10 +341,19 @@ class SchedulerDriver:
         await self._close()
 
     async def run(self) -> None:
-        """`start()` then `join()` (until `stop()`, or a removal: see `driver.removed`)."""
+        """`start()` then `join()` (until `stop()`, or a removal: see `driver.removed`).
+
+        Cancelled before `stop()` (Ctrl-C ends `asyncio.run` so), it goes as a process
+        that died: a framework with a `failover_timeout` keeps its tasks for a successor
+        for that long, as Mesos keeps a scheduler's whose process ends without a
+        stop; one without is torn down."""
         try:
             await self.start()
             await self.join()
+        except asyncio.CancelledError:
+            if self.failover_timeout > 0 and not self._stopped.is_set():
+                self._teardown = False
+            raise
         finally:
             await self._close()
 

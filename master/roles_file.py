@@ -110,7 +110,7 @@ def parse_roles(text: str, where: str = "roles file") -> RolesFile:
     try:
         return RolesFile.model_validate(raw if raw is not None else {})
     except ValidationError as e:
-        raise RolesError(f"{where}: {describe_validation(e)}") from None
+        raise RolesError(f"{where}: {describe_validation(e, RolesFile)}") from None
 
 
 def load_roles(path: Path) -> RolesFile:

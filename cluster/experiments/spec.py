@@ -274,7 +274,7 @@ def load_spec(path: Path) -> Spec:
     try:
         spec = Spec.model_validate(raw)
     except ValidationError as e:
-        raise SpecError(f"{path}: {describe_validation(e)}") from None
+        raise SpecError(f"{path}: {describe_validation(e, Spec)}") from None
     # trace paths are relative to the spec's folder
     for fw in spec.frameworks:
         if fw.trace is not None and not fw.trace.is_absolute():

@@ -24,6 +24,7 @@ from typing import IO, Protocol
 from master.ha.registry import JournalStore, MemoryStore, Store
 from protocol import logs
 from protocol.transport.aio import cancel_and_wait, finish
+from protocol.transport.base import ConnectedElsewhere
 from protocol.transport.bus import Bus, BusRefused, first_of
 
 log = logs.get("leadership")
@@ -163,6 +164,14 @@ async def lead(candidate: Candidate, make_bus: Callable[[], Bus], serve: Serve) 
                 led_seconds=round(time.monotonic() - term.started, 3),
                 why="session" if term.lost.is_set() else "bus",
             )
+            if isinstance(bus.refused, ConnectedElsewhere) and isinstance(
+                candidate, LoneCandidate
+            ):  # another master took the masters' client id over, and nothing elects
+                # one of them: campaigning again would take it back, and so on for ever
+                raise LeadershipError(
+                    "another master of this cluster took its broker connection over: "
+                    "without ZooKeeper (--zk) a cluster has one master; this one stops"
+                )
         finally:
             term.lost.set()
             await finish(_stop_serving(bus, stop))

@@ -321,7 +321,10 @@ class HttpApi:
         framework = request.query.get("framework") or None
         state = request.query.get("state") or None
         if state is not None and state not in {s.value for s in TaskState}:
-            return problem(f"unknown state {state!r}", 400)
+            near = f"TASK_{state.upper().removeprefix('TASK_')}"
+            hint = f"did you mean {near}?" if near in {s.value for s in TaskState} else ""
+            known = ", ".join(s.value for s in TaskState)
+            return problem(f"unknown state {state!r}: {hint or 'one of ' + known}", 400)
         search, sort = request.query.get("search", ""), request.query.get("sort", "")
         if sort and sort.lstrip("-") not in TASK_SORTS:
             return problem(f"sort by one of {', '.join(TASK_SORTS)} (- before: descending)", 400)

@@ -1,8 +1,8 @@
-"""What the embedded broker changes in amqtt, in one place: four fixes of amqtt 0.12.1's
+"""What the embedded broker changes in amqtt, in one place: five fixes of amqtt 0.12.1's
 bugs, made by replacing a private attribute (`Broker._subscriptions`), methods of the
 broker object (`stream_connected`; `_authenticate`, `_delete_session` and
-`_client_message_loop`) and one of its connection handlers' class
-(`BrokerProtocolHandler.stop`).
+`_client_message_loop`; `_publish_session_retained_messages`) and one of its connection
+handlers' class (`BrokerProtocolHandler.stop`).
 
 The version is pinned in pyproject.toml to the one tests/test_adapters.py was run against;
 importing this module outside it stops with the range to install.
@@ -32,6 +32,7 @@ def patch(broker: Any) -> None:
     broker._subscriptions = IteratedOverACopy()
     broker.stream_connected = quiet_on_reset(broker.stream_connected)
     OneConnectionPerClientId(broker)
+    broker._publish_session_retained_messages = queued_as_published(broker)
     if not hasattr(BrokerProtocolHandler.stop, "stops_its_reader"):
         BrokerProtocolHandler.stop = reader_stopped_first(BrokerProtocolHandler.stop)
 
@@ -70,6 +71,32 @@ def quiet_on_reset(serve: Callable[..., Awaitable[None]]) -> Callable[..., Await
             log.debug("broker.client_reset", kind="embedded", error=str(e))
 
     return serve_quietly
+
+
+def queued_as_published(broker: Any) -> Callable[[Any], Awaitable[None]]:
+    """What the broker sends a persistent session that comes back: the QoS 1 messages
+    queued for it while it was away, each without the RETAIN flag, as they were published
+    ([MQTT-3.3.1-9]; mosquitto's).
+
+    amqtt 0.12.1 sent them with RETAIN set, as if retained; the bus reads a retained
+    message only on the master's announcements, so a master restarted on the embedded
+    broker dropped everything its slaves and frameworks had sent meanwhile
+    (`bus.retained_dropped`, 45 warnings for one slave's topic in the sharing tutorial).
+    """
+
+    async def publish_queued(session: Any) -> None:
+        handler = broker._get_handler(session)
+        if handler is None:
+            return
+        sending = []
+        while not session.retained_messages.empty():
+            queued = session.retained_messages.get_nowait()
+            publish = handler.mqtt_publish(queued.topic, queued.data, queued.qos, retain=False)
+            sending.append(asyncio.ensure_future(publish))
+        if sending:
+            await asyncio.wait(sending)
+
+    return publish_queued
 
 
 def reader_stopped_first(stop: Stop) -> Stop:

@@ -28,14 +28,15 @@ error so the receiver can tell the sender what was wrong.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, get_args
 
 import annotated_types
 import msgpack
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from protocol.wire.messages import ALL_MESSAGES, ITEM_OF, LISTS, MAX_LIST_ITEMS, Wire
 
@@ -390,16 +391,47 @@ def _list_bounds(cls: type[Wire]) -> dict[str, int]:
     return bounds
 
 
-def describe_validation(error: ValidationError) -> str:
-    """One line per failed field: `offer_ids.0: Input should be a valid string`."""
+def describe_validation(error: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """One line per failed field: `offer_ids.0: Input should be a valid string`. Given
+    the `model` validated (a file a person wrote), a field it does not know is named with
+    the nearest one it knows: `frameworks.0.duraton: unknown field: did you mean
+    duration?`."""
     parts = []
     for err in error.errors(include_url=False)[:5]:
         loc = ".".join(str(p) for p in err["loc"])
         said = err["msg"]
         if err["type"] == "value_error":  # (our own words, raised by a validator)
             said = said.removeprefix("Value error, ")
+        elif err["type"] == "extra_forbidden" and model is not None and err["loc"]:
+            said = _unknown_field(str(err["loc"][-1]), _field_names(model))
         parts.append(f"{loc}: {said}" if loc else said)
     more = error.error_count() - len(parts)
     if more > 0:
         parts.append(f"and {more} more")
     return "; ".join(parts)
+
+
+def _unknown_field(name: str, known: frozenset[str]) -> str:
+    if name in known:
+        return "not a field here (it is one elsewhere in the file)"
+    near = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"unknown field: did you mean {near[0]}?" if near else "unknown field"
+
+
+@cache
+def _field_names(model: type[BaseModel]) -> frozenset[str]:
+    """Every field name of `model` and of the models its fields hold, however deep."""
+    names: set[str] = set()
+    seen: set[type[BaseModel]] = set()
+    todo: list[Any] = [model]
+    while todo:
+        held = todo.pop()
+        if isinstance(held, type) and issubclass(held, BaseModel):
+            if held not in seen:
+                seen.add(held)
+                for name, field in held.model_fields.items():
+                    names.add(field.alias or name)
+                    todo.append(field.annotation)
+        else:
+            todo.extend(get_args(held))  # a list's item, a dict's value, a union's arms
+    return frozenset(names)
