@@ -27,7 +27,7 @@ from frameworks.calls import (
     unauthenticated_principal,
 )
 from frameworks.errors import DriverError
-from frameworks.framework_update import Updater
+from frameworks.framework_update import Updater, capabilities_of
 from frameworks.scheduler import Scheduler
 from frameworks.task_files import TaskFiles
 from frameworks.why import NO_OFFER_WARNING, NoOfferWatch, WhyAsker
@@ -46,7 +46,6 @@ from protocol.wire.messages import (
     Error,
     Failure,
     Filters,
-    FrameworkCapability,
     FrameworkMessage,
     FrameworkUpdated,
     Gone,
@@ -791,15 +790,3 @@ class SchedulerDriver:
 
     async def _on_heartbeat(self, msg: Heartbeat, _r: str | None) -> None:
         self._silence.heard()  # (liveness only: protocol.master_silence)
-
-
-def capabilities_of(
-    partition_aware: bool, task_killing: bool, shared_resources: bool, multi_role: bool
-) -> list[FrameworkCapability]:
-    wants = {
-        "PARTITION_AWARE": partition_aware,
-        "TASK_KILLING_STATE": task_killing,
-        "SHARED_RESOURCES": shared_resources,
-        "MULTI_ROLE": multi_role,
-    }
-    return [FrameworkCapability(c) for c, on in wants.items() if on]

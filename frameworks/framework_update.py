@@ -1,6 +1,7 @@
 """A framework's update of itself, as its driver makes it (`driver.update_framework()`):
 an `UpdateFramework` sent, and the master's `FrameworkUpdated` (or its refusal) awaited.
-One at a time: each replaces all that the framework says of itself."""
+One at a time: each replaces all that the framework says of itself, its capabilities
+(`capabilities_of`, as it subscribes with them) among it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from collections.abc import Callable
 
 from frameworks.errors import DriverError
 from protocol.transport.aio import within
-from protocol.wire.messages import Error, FrameworkUpdated, UpdateFramework, Wire
+from protocol.wire.messages import (
+    Error,
+    FrameworkCapability,
+    FrameworkUpdated,
+    UpdateFramework,
+    Wire,
+)
 
 
 class Updater:
@@ -47,3 +54,15 @@ class Updater:
         if answer is not None and not answer.done():
             answer.set_exception(DriverError(f"{msg.code}: {msg.message}"))
         return True
+
+
+def capabilities_of(
+    partition_aware: bool, task_killing: bool, shared_resources: bool, multi_role: bool
+) -> list[FrameworkCapability]:
+    wants = {
+        "PARTITION_AWARE": partition_aware,
+        "TASK_KILLING_STATE": task_killing,
+        "SHARED_RESOURCES": shared_resources,
+        "MULTI_ROLE": multi_role,
+    }
+    return [FrameworkCapability(c) for c, on in wants.items() if on]
