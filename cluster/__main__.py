@@ -1,5 +1,5 @@
 """`python -m cluster` is the drfmesos command."""
 
-from cluster.cli import main
+from cluster.command import main
 
 main()
