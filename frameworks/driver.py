@@ -686,10 +686,10 @@ class SchedulerDriver:
             self.log.info("framework.new_leader", master_id=leader.master_id, epoch=leader.epoch)
             self._resubscribe()
 
-    def _on_beat(self, beat: Heartbeat) -> None:
+    def _on_beat(self, beat: Leader) -> None:
         """The leader's beat: of a master other than ours (one started again in our epoch,
         which no announcement tells), it has us subscribe again (as slave.master_link)."""
-        if self._subscribed.is_set() and beat.source and beat.source != self.master_id:
+        if self._subscribed.is_set() and beat.master_id != self.master_id:
             self._resubscribe()
 
     def _resubscribe(self) -> None:

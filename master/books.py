@@ -180,8 +180,9 @@ class Framework:
     # slave plays): a group may not name a custom one, nor a task of its own a group's
     group_executors: set[tuple[str, str]] = field(default_factory=set)
     # those of them a slave back (a restart: its ExecutorExited may be lost) named
-    # nowhere, asked after (CheckExecutors) and not answered yet, nor launched on since
-    executor_checks: set[tuple[str, str]] = field(default_factory=set)
+    # nowhere, asked after (CheckExecutors) and not answered yet, nor launched on since:
+    # the number of the ask waited on (an answer to an earlier one is of before a launch)
+    executor_checks: dict[tuple[str, str], int] = field(default_factory=dict)
     pending: dict[str, PendingUpdate] = field(default_factory=dict)  # by status uuid
     # recent terminal, bounded: the oldest dropped as one more comes (an OrderedDict: a
     # dict's first key is found past the slots its dropped ones left, 1.2 us a drop at
@@ -238,7 +239,7 @@ class Framework:
         """Its executor `key` is gone (exited, never started, its slave removed): out of
         every book of it. What it held (None: not booked) and the role it was held in."""
         self.group_executors.discard(key)
-        self.executor_checks.discard(key)
+        self.executor_checks.pop(key, None)
         here = self.executors_on.get(key[0])
         if here is not None:
             here.discard(key[1])

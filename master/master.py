@@ -179,6 +179,7 @@ class Master:
         if not bus.epoch:
             bus.epoch = self.epoch
         self.info = MasterInfo(self.master_id, self.epoch, config.heartbeat_interval)
+        self._announced: Leader | None = None  # (its beat sends it again: _timer_loop)
         log = self.log = logs.get("master", master_id=self.master_id)
 
         # what is known
@@ -486,13 +487,10 @@ class Master:
 
     def announce_leader(self) -> None:
         """Retained, so a party that connects later learns who leads at once."""
-        self.bus.post(
-            self.topics.leader,
-            Leader(
-                master_id=self.master_id, epoch=self.epoch, http=self.web_ui, elected_at=time.time()
-            ),
-            retain=True,
+        self._announced = Leader(
+            master_id=self.master_id, epoch=self.epoch, http=self.web_ui, elected_at=time.time()
         )
+        self.bus.post(self.topics.leader, self._announced, retain=True)
 
     async def _reannounce(self) -> None:
         self.announce_leader()
@@ -595,9 +593,12 @@ class Master:
                     for fw in self.books.frameworks.values():
                         if fw.connected:
                             self.outbox.send_framework(fw, Heartbeat(source=self.master_id))
-                    # and one on the leader topic, for every slave process's bus: how a
-                    # slave knows its master is still there (protocol.master_silence)
-                    self.bus.post(self.topics.leader, Heartbeat(source=self.master_id), qos=0)
+                    # and its announcement again on the leader topic, not retained, for
+                    # every slave process's bus: how a slave knows its master is still
+                    # there (protocol.master_silence). A Leader, not a Heartbeat: a party
+                    # of an earlier release takes it as the same leader again, quietly
+                    if self._announced is not None:
+                        self.bus.post(self.topics.leader, self._announced, qos=0)
                 if now >= next_state and self.outbox.take_stale():
                     took = time.perf_counter()
                     self.publish_state()

@@ -28,7 +28,13 @@ TaskKey = tuple[str, str]  # (framework, task)
 
 class TellExited(Protocol):
     def __call__(
-        self, framework_id: str, executor_id: str, status: int, *, checked: bool = False
+        self,
+        framework_id: str,
+        executor_id: str,
+        status: int,
+        *,
+        checked: bool = False,
+        ask: int = 0,
     ) -> None: ...
 
 
@@ -136,7 +142,7 @@ class DefaultExecutor:
         fid = msg.framework_id
         for eid in dict.fromkeys(msg.executor_ids):
             if (fid, eid) not in self.groups.executors and (fid, eid) not in self._custom:
-                self._tell_exited(fid, eid, -1, checked=True)
+                self._tell_exited(fid, eid, -1, checked=True, ask=msg.ask)
 
     async def task_ended(self, record: TaskRecord) -> None:
         """A task ended (its record's state; not terminal: forgotten, its end untold)."""

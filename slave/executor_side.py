@@ -210,10 +210,16 @@ class ExecutorSide:
             self.tell_exited(msg.framework_id, info.executor_id, -1)
 
     def tell_exited(
-        self, framework_id: str, executor_id: str, status: int, *, checked: bool = False
+        self,
+        framework_id: str,
+        executor_id: str,
+        status: int,
+        *,
+        checked: bool = False,
+        ask: int = 0,
     ) -> None:
         """The master hears an executor is gone (unless its framework is being shut down);
-        `checked`: as it asked (CheckExecutors), of one not run here."""
+        `checked`: as it asked (CheckExecutors, numbered `ask`), of one not run here."""
         if framework_id not in self.shut_down_frameworks:
             self.bus.post(
                 self.to_master,
@@ -223,6 +229,7 @@ class ExecutorSide:
                     executor_id=executor_id,
                     status=status,
                     checked=checked,
+                    ask=ask,
                 ),
             )
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from protocol.master_silence import SLAVE, MasterSilence
 from protocol.transport.base import Transport
-from protocol.wire.messages import Heartbeat
+from protocol.wire.messages import Heartbeat, Leader
 
 
 class MasterLink:
@@ -54,13 +54,13 @@ class MasterLink:
         self.master_id, self.interval = master_id, interval
         self.silence.subscribed(interval)
 
-    def beat(self, msg: Heartbeat) -> None:
-        """The leader's beat (on the bus's leader topic)."""
+    def beat(self, msg: Leader) -> None:
+        """The leader's beat (its announcement again, on the bus's leader topic)."""
         if not self._registered.is_set():
             return  # (registering: its answer is what is waited for)
         self.silence.heard()
-        if msg.source and msg.source != self.master_id:
-            self._log.info("slave.other_master", master_id=msg.source, was=self.master_id)
+        if msg.master_id != self.master_id:
+            self._log.info("slave.other_master", master_id=msg.master_id, was=self.master_id)
             self._announce()
 
     async def heartbeats(self) -> None:

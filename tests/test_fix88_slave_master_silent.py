@@ -32,7 +32,7 @@ from master.config import MasterConfig
 from master.master import Master
 from protocol.transport.aio import cancel_and_wait
 from protocol.transport.memory import MemoryBroker
-from protocol.wire.messages import Heartbeat
+from protocol.wire.messages import Leader
 from protocol.wire.topics import Topics
 from slave.fleet import Fleet
 from slave.master_link import MasterLink
@@ -163,12 +163,12 @@ async def test_a_beat_of_another_master_has_the_slave_register_again() -> None:
         lambda: announced.append(True),
         Log(),
     )
-    link.beat(Heartbeat(source="m2"))  # not registered: nothing to do
+    link.beat(Leader(master_id="m2", epoch=1))  # not registered: nothing to do
     registered.set()
     link.registered_with("m1", 5.0)
-    link.beat(Heartbeat(source="m1"))  # its own master: heard, no more
+    link.beat(Leader(master_id="m1", epoch=1))  # its own master: heard, no more
     assert announced == []
-    link.beat(Heartbeat(source="m2"))  # another master leads: its tasks may be unknown
+    link.beat(Leader(master_id="m2", epoch=1))  # another master leads: its tasks may be unknown
     assert announced == [True]
 
 

@@ -31,7 +31,7 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.tooling.ports import free_port
 from protocol.transport.aio import within
 from protocol.transport.bus import Bus, Dispatcher
-from protocol.wire.messages import Heartbeat, Leader, State
+from protocol.wire.messages import Leader, State
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 
@@ -247,16 +247,12 @@ class HACluster:
         bus = Bus(self.broker.url, name="ha-watch")
         leaders = Dispatcher(bus, "watch")
         leaders.on(Leader, self._on_leader)
-        leaders.on(Heartbeat, self._on_beat)  # (the leader's beat: taken, and nothing more)
         states = Dispatcher(bus, "watch")
         states.on(State, self._on_state)
         await bus.subscribe(self.topics.leader, leaders)
         await bus.subscribe(self.topics.state, states)
         await bus.start()
         self._watch = bus
-
-    async def _on_beat(self, msg: Heartbeat, _reply_to: str | None) -> None:
-        pass
 
     async def _on_leader(self, msg: Leader, _reply_to: str | None) -> None:
         if self.leaders and msg.epoch <= self.leaders[-1][1].epoch:

@@ -266,7 +266,7 @@ class Accepts:
             for task in launched:  # (sent behind any CheckExecutors of their executors: an
                 # answer is of before them, which run it again or say it did not start)
                 if task.executor is not None:
-                    fw.executor_checks.discard((slave_id, task.executor.executor_id))
+                    fw.executor_checks.pop((slave_id, task.executor.executor_id), None)
         # the event stream hears of it after the slave is told (the task waits for that)
         for record in records:
             self.outbox.emit(

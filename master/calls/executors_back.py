@@ -5,6 +5,8 @@ of a slave back)."""
 
 from __future__ import annotations
 
+import itertools
+
 from master.allocation.allocator import Allocator
 from master.books import Books, Slave
 from master.calls.executors_shown import Unshown, executors_of
@@ -18,6 +20,7 @@ from protocol.wire.slave import MAX_EXECUTORS_CHECKED, CheckExecutors, RunningTa
 class ExecutorsBack:
     def __init__(self, books: Books, allocator: Allocator, outbox: Outbox) -> None:
         self.books, self.allocator, self.outbox = books, allocator, outbox
+        self._asks = itertools.count(1)  # CheckExecutors' numbers (their answers carry them)
 
     def booked(self, slave: Slave, idle: list[Unshown], owners: dict[str, str]) -> None:
         """Executors a (re-)registering slave runs that no task of it shows (Mesos's
@@ -64,9 +67,10 @@ class ExecutorsBack:
             eids = sorted(e for e in here if (fid, e) not in named)
             for start in range(0, len(eids), MAX_EXECUTORS_CHECKED):
                 some = eids[start : start + MAX_EXECUTORS_CHECKED]
-                fw.executor_checks.update((slave_id, e) for e in some)
+                ask = next(self._asks)
+                fw.executor_checks.update(((slave_id, e), ask) for e in some)
                 self.outbox.send_slave(
-                    slave_id, CheckExecutors(framework_id=fid, executor_ids=some)
+                    slave_id, CheckExecutors(framework_id=fid, executor_ids=some, ask=ask)
                 )
 
     def not_named(self, slave_id: str, idle: list[Unshown]) -> None:

@@ -713,8 +713,8 @@ class SlaveCalls:
             asker = self._framework_on_slave(
                 msg.framework_id, msg.slave_id, caller, "ExecutorExited"
             )
-            if asker is None or key not in asker.executor_checks:
-                return  # it ended, or was booked again, since it was asked after
+            if asker is None or asker.executor_checks.get(key) != msg.ask:
+                return  # it ended, or was launched on, since that ask (asked again or not)
         orphan = self.books.orphans.executor(msg.framework_id, key)
         mine = orphan is not None and self._slave_of(msg.slave_id, caller, "ExecutorExited")
         if orphan is not None and mine is not None:

@@ -5,9 +5,12 @@ Every party on a bus (a slave process may run many slaves on one bus) gets each 
 `Leader`; a party re-registers or re-subscribes when the epoch is newer than that of the
 master it registered with. The bus itself drops anything a master with an older epoch
 sends (see `protocol.transport.fencing`), so a deposed leader is not acted upon. The
-beat (a `Heartbeat`, not retained: one message an interval for every bus, however many
-slaves it carries) goes to the parties that listen for it: a slave's watch of its
-master's silence (`protocol.master_silence`).
+beat (the leader's `Leader` sent again, not retained: one message an interval for every
+bus, however many slaves it carries) goes to the parties that listen for it: a slave's
+watch of its master's silence (`protocol.master_silence`). It is a `Leader`, not a
+message of its own, so that a party of a release before the beat, which takes `Leader`
+alone here, takes it as the same leader again (a kind it did not take was a warning
+every interval). Every `Leader` is a beat: a newer one is an announcement too.
 """
 
 from __future__ import annotations
@@ -17,11 +20,11 @@ from collections.abc import Awaitable, Callable
 
 from protocol.transport.base import Transport
 from protocol.transport.inbound import Dispatcher
-from protocol.wire.messages import Heartbeat, Leader
+from protocol.wire.messages import Leader
 from protocol.wire.topics import Topics
 
 Follower = Callable[[Leader], Awaitable[None]]
-Listener = Callable[[Heartbeat], None]
+Listener = Callable[[Leader], None]  # (a beat: the leader's announcement, again)
 
 
 class LeaderWatch:
@@ -48,7 +51,6 @@ class LeaderWatch:
             watch = cls._of_bus[bus] = cls()
             d = Dispatcher(bus, "party")
             d.on(Leader, watch._announced)
-            d.on(Heartbeat, watch._beat)
             await bus.subscribe(topics.leader, d)
         if follower is not None:
             watch._followers.append(follower)
@@ -57,12 +59,9 @@ class LeaderWatch:
         return watch
 
     async def _announced(self, msg: Leader, _reply_to: str | None) -> None:
-        if self.leader is not None and msg.epoch <= self.leader.epoch:
-            return  # the same leader again (a reconnect re-delivers the retained message)
-        self.leader = msg
-        for follower in list(self._followers):
-            await follower(msg)
-
-    async def _beat(self, msg: Heartbeat, _reply_to: str | None) -> None:
+        if self.leader is None or msg.epoch > self.leader.epoch:
+            self.leader = msg  # (else the same leader again: its beat, or a reconnect's
+            for follower in list(self._followers):  # re-delivered retained message)
+                await follower(msg)
         for listener in list(self._listeners):
             listener(msg)

@@ -382,8 +382,8 @@ class Preempting(Wire):
 
 
 class Heartbeat(Wire):
-    """Liveness: master -> framework, slave -> master, and the leading master's beat on
-    its leader topic (-> every slave process; `source`: its master id)."""
+    """Liveness: master -> framework, and slave -> master. (The leading master's beat on
+    its leader topic is its `Leader` again: protocol.transport.leader.)"""
 
     source: str = ""
     incarnation: Incarnation = ""

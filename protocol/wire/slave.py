@@ -505,13 +505,15 @@ class ShutdownExecutor(Wire):
 class ExecutorExited(Wire):
     """Slave -> master: a custom executor's process ended (status: its exit code), or a
     task group's executor ended with its last task; `checked`: the answer to the
-    master's CheckExecutors, for an executor the slave does not run."""
+    master's CheckExecutors, for an executor the slave does not run (`ask`: that
+    CheckExecutors')."""
 
     framework_id: Id
     slave_id: Id
     executor_id: Id
     status: int
     checked: bool = False
+    ask: int = Field(default=0, ge=0)
 
 
 MAX_EXECUTORS_CHECKED = 1_000  # in one CheckExecutors
@@ -521,7 +523,10 @@ class CheckExecutors(Wire):
     """Master -> slave: executors (custom ones, task groups') the master books there and
     the slave's re-registration named nowhere (their ExecutorExited lost with a crash).
     Behind any launch on the slave's topic that starts one, so the slave answers only for
-    those it does not run once it read those: ExecutorExited, `checked`."""
+    those it does not run once it read those: ExecutorExited, `checked`, with its `ask`
+    (the master's number for this ask: an answer to one a launch withdrew, read after
+    the executor was asked after again, is told apart by it)."""
 
     framework_id: Id
     executor_ids: list[Id] = Field(max_length=MAX_EXECUTORS_CHECKED)
+    ask: int = Field(default=0, ge=0)

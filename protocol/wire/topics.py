@@ -6,7 +6,8 @@
     <p>/out/operator/<principal>           the master's answers to an operator's tools
     <p>/gone/<kind>/<principal>            Last Wills: the broker announces a vanished party
     <p>/leader                             the leading master's announcement (retained),
-                                           and its beat every heartbeat interval
+                                           and its beat: the same again, not retained,
+                                           every heartbeat interval
     <p>/state                              the master's snapshot (retained)
     <p>/events                             the master's event stream
 
