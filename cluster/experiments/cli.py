@@ -29,19 +29,27 @@ def _load(spec_path: Path):  # type: ignore[no-untyped-def]
 
 
 def _write(results: Results, out: Path, plots: bool) -> dict[str, Any]:
-    """The results' files into `out`, and their plots unless told not to."""
+    """The results' files into `out`, and their plots unless told not to: drawn from what
+    was written, as `drfmesos experiment plot` draws them, so the two draw the same."""
+    from cluster.experiments.results import Results
+
     summary = results.write(out)
     if plots:
         try:
-            with needs("plots"):
-                from cluster.experiments.plots import plot_all
+            plot_all = _plotter()
         except MissingExtra as e:
             raise MissingExtra(
                 f"{e}; or --no-plots (timeline.csv and summary.json are in {out})"
             ) from e
-
-        plot_all(results, out)
+        plot_all(Results.read(out), out)
     return summary
+
+
+def _plotter() -> Callable[[Results, Path], list[Path]]:
+    """`cluster.experiments.plots.plot_all`, or MissingExtra naming the plots extra."""
+    with needs("plots"):
+        from cluster.experiments.plots import plot_all
+    return plot_all
 
 
 def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
@@ -92,7 +100,7 @@ def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
     if plots and cpu is not None:
         pngs += ", cpu_used.png"
     why = ", why.json" if (out / "why.json").exists() else ""  # (when some framework waited)
-    click.echo(f"written to {out}: timeline.csv, summary.json{why}{pngs}")
+    click.echo(f"written to {out}: timeline.csv, utilisation.csv, summary.json{why}{pngs}")
 
 
 def _preemption(spec, choice: str | None) -> None:  # type: ignore[no-untyped-def]
@@ -257,7 +265,7 @@ def _terminal() -> bool:
 
 @click.group()
 def experiment() -> None:
-    """Replay experiments on a live local cluster."""
+    """Replay experiments on a live local cluster, and draw a run's plots again."""
 
 
 @experiment.command("run")
@@ -309,6 +317,31 @@ def run_experiment(
         raise click.ClickException("stopped before the experiment began: nothing to keep") from None
     summary = _write(results, out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
+
+
+@experiment.command("plot")
+@click.argument(
+    "folder", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=None, help="Draw into this folder, not DIR."
+)
+def plot(folder: Path, out: Path | None) -> None:
+    """Draw the plots of a run again from its folder, DIR (the --out of simulate or
+    experiment run): after --no-plots, once the plots extra is installed, or on another
+    machine. They are the figures the run draws, read from its timeline.csv,
+    utilisation.csv and summary.json."""
+    from cluster.experiments.results import NotResults, Results
+
+    try:
+        results = Results.read(folder)
+    except NotResults as e:
+        raise click.ClickException(str(e)) from None
+    plot_all = _plotter()
+    target = folder if out is None else out
+    target.mkdir(parents=True, exist_ok=True)
+    drawn = plot_all(results, target)
+    click.echo(f"drawn into {target}: {', '.join(p.name for p in drawn)}")
 
 
 @experiment.command("schema")
