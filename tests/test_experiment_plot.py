@@ -135,7 +135,7 @@ results_written = st.builds(
     total=st.just(TOTAL),
     samples=st.lists(samples, max_size=30),
     utilisation=st.lists(
-        st.tuples(times, st.dictionaries(st.sampled_from(sorted(TOTAL)), fractions)),
+        st.tuples(times, st.dictionaries(st.sampled_from(sorted(TOTAL)), st.floats(0, 1))),
         max_size=30,
     ),
     framework_stats=st.dictionaries(st.sampled_from(NAMES), st.just({"tasks_completed": 1})),

@@ -274,11 +274,13 @@ class Results:
             writer = csv.DictWriter(f, fieldnames=fields)
             writer.writeheader()
             writer.writerows(rows)
+        # (each share as it is, not rounded: utilisation.png drawn from it is the one the
+        # run's own numbers draw)
         with (out / UTILISATION).open("w", newline="") as f:
             lines = csv.writer(f)
             lines.writerow(["time", *self.resource_names()])
             lines.writerows(
-                [round(t, 3), *(round(u.get(r, 0.0), 6) for r in self.resource_names())]
+                [round(t, 3), *(u.get(r, 0.0) for r in self.resource_names())]
                 for t, u in self.utilisation
             )
         summary = self.summary()
