@@ -122,6 +122,13 @@ preemption_option = click.option(
     help="Override the spec's preemption: off, or which tasks of a victim go first.",
 )
 
+no_plots_option = click.option(
+    "--no-plots",
+    is_flag=True,
+    help="Write no PNG plots (they need the plots extra): drfmesos experiment plot DIR "
+    "draws them later.",
+)
+
 
 @click.command()
 @click.argument("spec_path", metavar="SPEC", type=click.Path(exists=True, path_type=Path))
@@ -142,7 +149,7 @@ preemption_option = click.option(
     help="With --policy slots: how many slots each node is cut into.",
 )
 @preemption_option
-@click.option("--no-plots", is_flag=True, help="Write no PNG plots (they need the plots extra).")
+@no_plots_option
 @click.option("--profile", is_flag=True, help="Print where the simulator's time went.")
 @log_level_default("warning")
 def simulate(
@@ -284,7 +291,7 @@ def experiment() -> None:
     help="'embedded', 'mosquitto', or mqtt://host:port of a running broker.",
 )
 @preemption_option
-@click.option("--no-plots", is_flag=True, help="Write no PNG plots (they need the plots extra).")
+@no_plots_option
 @log_level_default("warning")
 def run_experiment(
     spec_path: Path,
@@ -327,10 +334,12 @@ def run_experiment(
     "--out", type=click.Path(path_type=Path), default=None, help="Draw into this folder, not DIR."
 )
 def plot(folder: Path, out: Path | None) -> None:
-    """Draw the plots of a run again from its folder, DIR (the --out of simulate or
-    experiment run): after --no-plots, once the plots extra is installed, or on another
-    machine. They are the figures the run draws, read from its timeline.csv,
-    utilisation.csv and summary.json."""
+    """Draw a run's plots again from its folder, DIR.
+
+    DIR is the --out of simulate or experiment run; the plots go into it, or into --out.
+    For a run made with --no-plots, once the plots extra is installed, or a folder copied
+    to another machine: the figures the run drew, from its timeline.csv, utilisation.csv
+    and summary.json alone."""
     from cluster.experiments.results import NotResults, Results
 
     try:
