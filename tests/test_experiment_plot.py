@@ -179,3 +179,23 @@ def test_results_read_back_are_what_the_plots_were_drawn_from(results: Results) 
         (results.ideal_policy, results.settle) if results.ideal else ("", 0.0)
     )
     assert again.stopped_at == results.stopped_at
+
+
+def test_a_live_run_that_measured_cpu_gets_its_cpu_used_plot_again(tmp_path: Path) -> None:
+    """Real slaves report the CPU tasks used: cpu_used.png is drawn again from the
+    timeline's used_cpus."""
+    results = Results(name="cpu", mode="live", policy="drf", total=Resources({"cpus": 2}))
+    for t in range(5):
+        for name, held, used in (("A", 1.5, 1.4), ("B", 0.5, 0.6)):
+            sample = Sample(float(t), name, 1, Resources({"cpus": held}), held / 2, used)
+            results.samples.append(sample)
+        results.utilisation.append((float(t), {"cpus": 1.0}))
+    results.write(tmp_path)
+    done = plot(str(tmp_path))
+    assert done.exit_code == 0, done.output
+    assert {p.name for p in tmp_path.glob("*.png")} == {
+        "cpu_used.png",
+        "running_tasks.png",
+        "dominant_share.png",
+        "utilisation.png",
+    }
