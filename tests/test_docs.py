@@ -53,6 +53,7 @@ EXPECTED = {
         "written to out/paper-7.1",
         "66.7% (2/3)",
         "written to out/blog-same-demands",
+        "drawn into out/paper-7.1-again: running_tasks.png",
     ],
 }
 

@@ -29,19 +29,27 @@ def _load(spec_path: Path):  # type: ignore[no-untyped-def]
 
 
 def _write(results: Results, out: Path, plots: bool) -> dict[str, Any]:
-    """The results' files into `out`, and their plots unless told not to."""
+    """The results' files into `out`, and their plots unless told not to: drawn from what
+    was written, as `drfmesos experiment plot` draws them, so the two draw the same."""
+    from cluster.experiments.results import Results
+
     summary = results.write(out)
     if plots:
         try:
-            with needs("plots"):
-                from cluster.experiments.plots import plot_all
+            plot_all = _plotter()
         except MissingExtra as e:
             raise MissingExtra(
                 f"{e}; or --no-plots (timeline.csv and summary.json are in {out})"
             ) from e
-
-        plot_all(results, out)
+        plot_all(Results.read(out), out)
     return summary
+
+
+def _plotter() -> Callable[[Results, Path], list[Path]]:
+    """`cluster.experiments.plots.plot_all`, or MissingExtra naming the plots extra."""
+    with needs("plots"):
+        from cluster.experiments.plots import plot_all
+    return plot_all
 
 
 def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
@@ -92,7 +100,7 @@ def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
     if plots and cpu is not None:
         pngs += ", cpu_used.png"
     why = ", why.json" if (out / "why.json").exists() else ""  # (when some framework waited)
-    click.echo(f"written to {out}: timeline.csv, summary.json{why}{pngs}")
+    click.echo(f"written to {out}: timeline.csv, utilisation.csv, summary.json{why}{pngs}")
 
 
 def _preemption(spec, choice: str | None) -> None:  # type: ignore[no-untyped-def]
@@ -112,6 +120,13 @@ preemption_option = click.option(
     type=click.Choice(["off", "youngest", "oldest"]),
     default=None,
     help="Override the spec's preemption: off, or which tasks of a victim go first.",
+)
+
+no_plots_option = click.option(
+    "--no-plots",
+    is_flag=True,
+    help="Write no PNG plots (they need the plots extra): drfmesos experiment plot DIR "
+    "draws them later.",
 )
 
 
@@ -134,7 +149,7 @@ preemption_option = click.option(
     help="With --policy slots: how many slots each node is cut into.",
 )
 @preemption_option
-@click.option("--no-plots", is_flag=True, help="Write no PNG plots (they need the plots extra).")
+@no_plots_option
 @click.option("--profile", is_flag=True, help="Print where the simulator's time went.")
 @log_level_default("warning")
 def simulate(
@@ -257,7 +272,7 @@ def _terminal() -> bool:
 
 @click.group()
 def experiment() -> None:
-    """Replay experiments on a live local cluster."""
+    """Replay experiments on a live local cluster, and draw a run's plots again."""
 
 
 @experiment.command("run")
@@ -276,7 +291,7 @@ def experiment() -> None:
     help="'embedded', 'mosquitto', or mqtt://host:port of a running broker.",
 )
 @preemption_option
-@click.option("--no-plots", is_flag=True, help="Write no PNG plots (they need the plots extra).")
+@no_plots_option
 @log_level_default("warning")
 def run_experiment(
     spec_path: Path,
@@ -309,6 +324,33 @@ def run_experiment(
         raise click.ClickException("stopped before the experiment began: nothing to keep") from None
     summary = _write(results, out, plots=not no_plots)
     _report(summary, out, plots=not no_plots)
+
+
+@experiment.command("plot")
+@click.argument(
+    "folder", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=None, help="Draw into this folder, not DIR."
+)
+def plot(folder: Path, out: Path | None) -> None:
+    """Draw a run's plots again from its folder, DIR.
+
+    DIR is the --out of simulate or experiment run; the plots go into it, or into --out.
+    For a run made with --no-plots, once the plots extra is installed, or a folder copied
+    to another machine: the figures the run drew, from its timeline.csv, utilisation.csv
+    and summary.json alone."""
+    from cluster.experiments.results import NotResults, Results
+
+    try:
+        results = Results.read(folder)
+    except NotResults as e:
+        raise click.ClickException(str(e)) from None
+    plot_all = _plotter()
+    target = folder if out is None else out
+    target.mkdir(parents=True, exist_ok=True)
+    drawn = plot_all(results, target)
+    click.echo(f"drawn into {target}: {', '.join(p.name for p in drawn)}")
 
 
 @experiment.command("schema")

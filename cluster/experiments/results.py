@@ -4,8 +4,11 @@ timeline.csv   time, framework, running_tasks, <resource>..., dominant_share
 summary.json   per framework: mean share, mean running tasks, tasks completed,
                mean task wait, jobs completed and their mean response time;
                cluster utilisation per resource
+utilisation.csv  time, <resource>...: the share of each resource allocated, over time
 why.json       per framework, why it waited (simulated runs): for each reason the master's
                `why` gives first, the seconds it waited for it and how it was first said
+
+`Results.read` reads a folder back as far as the plots need it (`drfmesos experiment plot`).
 """
 
 from __future__ import annotations
@@ -252,9 +255,10 @@ class Results:
         ]
 
     def write(self, out: Path) -> dict[str, Any]:
-        """The timeline (CSV), the summary (JSON) and why.json (an earlier one removed when
-        nobody waited) into `out`; the summary. (Plots are `cluster.experiments.plots`',
-        which reads results: they are drawn after.)"""
+        """The timeline and utilisation (CSV), the summary (JSON) and why.json (an earlier
+        one removed when nobody waited) into `out`; the summary. (Plots are
+        `cluster.experiments.plots`', which reads results: they are drawn after, from
+        `Results.read(out)`.)"""
         out.mkdir(parents=True, exist_ok=True)
         rows = self.timeline_rows()
         with (out / "timeline.csv").open("w", newline="") as f:
@@ -270,6 +274,15 @@ class Results:
             writer = csv.DictWriter(f, fieldnames=fields)
             writer.writeheader()
             writer.writerows(rows)
+        # (each share as it is, not rounded: utilisation.png drawn from it is the one the
+        # run's own numbers draw)
+        with (out / UTILISATION).open("w", newline="") as f:
+            lines = csv.writer(f)
+            lines.writerow(["time", *self.resource_names()])
+            lines.writerows(
+                [round(t, 3), *(u.get(r, 0.0) for r in self.resource_names())]
+                for t, u in self.utilisation
+            )
         summary = self.summary()
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         why = out / "why.json"
@@ -278,6 +291,77 @@ class Results:
         else:  # (an earlier run's, into the same directory, is not this run's)
             why.unlink(missing_ok=True)
         return summary
+
+    @classmethod
+    def read(cls, out: Path) -> Results:
+        """What `write` wrote into `out`, as far as the plots draw it: the name, kind of run,
+        policy and totals, every sample (at the timeline's precision), the utilisation,
+        the ideal's phases and preemption's events. Each framework's waits and jobs are
+        not kept (summary.json has their means): `summary()` of what this returns is not
+        the summary written. Raises NotResults, saying what is missing, for a folder
+        without results or one an older drfmesos wrote (before utilisation.csv)."""
+        summary_path, timeline_path = out / "summary.json", out / "timeline.csv"
+        if not summary_path.is_file():
+            raise NotResults(
+                f"{out} holds no experiment's results (no summary.json): give the --out "
+                "folder of drfmesos simulate or drfmesos experiment run"
+            )
+        try:
+            summary = json.loads(summary_path.read_text())
+            results = cls(
+                name=summary["name"],
+                mode=summary["mode"],
+                policy=summary["policy"],
+                total=Resources(summary["total"]),
+                framework_stats={name: {} for name in summary["frameworks"]},
+                preemption=summary.get("preemption"),
+                stopped_at=summary.get("stopped_at"),
+            )
+            ideal = summary.get("ideal", [])
+            results.ideal = [Phase(p["from"], p["tasks"], p["dominant_share"]) for p in ideal]
+            distance = summary.get("distance_from_ideal") or {}
+            results.ideal_policy = distance.get("policy", "")
+            results.settle = distance.get("settle", 0.0)
+        except (ValueError, KeyError, TypeError) as e:  # (JSON's errors are ValueErrors)
+            raise NotResults(f"{summary_path} is not an experiment's summary ({e!r})") from None
+        missing = [p.name for p in (timeline_path, out / UTILISATION) if not p.is_file()]
+        if missing == [UTILISATION]:
+            raise NotResults(
+                f"{out} was written by an older drfmesos: it has no {UTILISATION} (the "
+                "cluster's utilisation over time, which utilisation.png draws); run the "
+                "experiment again to plot it"
+            )
+        if missing:
+            raise NotResults(f"{out} has summary.json but no {' or '.join(missing)}")
+        names = results.resource_names()
+        try:
+            with timeline_path.open(newline="") as f:
+                results.samples = [
+                    Sample(
+                        float(row["time"]),
+                        row["framework"],
+                        int(row["running_tasks"]),
+                        Resources({r: float(row[r]) for r in names}),
+                        float(row["dominant_share"]),
+                        float(used) if (used := row.get("used_cpus")) else None,
+                    )
+                    for row in csv.DictReader(f)
+                ]
+            with (out / UTILISATION).open(newline="") as f:
+                rows = csv.DictReader(f)
+                results.utilisation = [
+                    (float(row.pop("time")), {r: float(v) for r, v in row.items()}) for row in rows
+                ]
+        except (ValueError, KeyError, TypeError) as e:
+            raise NotResults(f"{out}'s CSV files do not read ({e!r})") from None
+        return results
+
+
+class NotResults(ValueError):
+    """A folder `Results.read` cannot plot: the message says what it lacks."""
+
+
+UTILISATION = "utilisation.csv"
 
 
 def _mean(values: list[float] | list[int]) -> float:
