@@ -29,11 +29,16 @@ from protocol.wire.messages import (
     ExecutorInfo,
     Reregister,
     RunningExecutor,
+    RunningTask,
+    RunTask,
+    ShutdownFramework,
     TaskState,
+    Teardown,
 )
 from protocol.wire.resources import Resources
 from slave.slave import Slave, SlaveConfig
 
+from harness.fakes import FakeFramework, FakeSlave
 from harness.helpers import eventually
 from harness.master import GB, Cluster, T, master_on
 
@@ -42,23 +47,27 @@ TASK = Resources(cpus=0.5, mem=64)
 SLAVE = Resources(cpus=2, mem=2 * GB)
 
 
+EXECUTOR = ExecutorInfo(executor_id="e1", command=CommandInfo(value="my-executor"), resources=EXEC)
+
+
+async def on_executor(c: Cluster) -> tuple[FakeFramework, FakeSlave, RunTask]:
+    """Framework A (failover timeout 60 s) launches task t1 on executor e1 of slave s1:
+    the slave's launch, as it was sent."""
+    fw = await c.framework("A", failover_timeout=60)
+    slave = await c.slave("s1", SLAVE)
+    offer = await fw.next_offer()
+    task = fw.task(offer, TASK, "t1").model_copy(update={"executor": EXECUTOR, "command": None})
+    await fw.accept(offer, [task], refuse=0)
+    return fw, slave, await slave.run_task()
+
+
 async def test_a_new_leader_offers_nothing_an_idle_executor_holds() -> None:
     store = MemoryStore()
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)
         async with master_on(c, Registry(store), "master-1") as first:
             c.master = first
-            fw = await c.framework("A", failover_timeout=60)
-            slave = await c.slave("s1", SLAVE)
-            offer = await fw.next_offer()
-            executor = ExecutorInfo(
-                executor_id="e1", command=CommandInfo(value="my-executor"), resources=EXEC
-            )
-            task = fw.task(offer, TASK, "t1").model_copy(
-                update={"executor": executor, "command": None}
-            )
-            await fw.accept(offer, [task], refuse=0)
-            await slave.run_task()
+            fw, slave, _ = await on_executor(c)
             await slave.report(fw.framework_id, "t1", TaskState.FINISHED)
             await fw.acknowledge(await fw.update_for("t1", TaskState.FINISHED))
             # the executor runs on, idle: this master keeps its room out of the offers
@@ -77,7 +86,7 @@ async def test_a_new_leader_offers_nothing_an_idle_executor_holds() -> None:
                     hostname="s1.local",
                     resources=SLAVE,
                     incarnation=slave.bus.incarnation,
-                    executors=[RunningExecutor(framework_id=fw.framework_id, executor=executor)],
+                    executors=[RunningExecutor(framework_id=fw.framework_id, executor=EXECUTOR)],
                 ),
             )
             await eventually(lambda: "s1" in second.books.slaves)
@@ -126,3 +135,51 @@ async def test_a_slave_announces_its_idle_executors(tmp_path: Path) -> None:
             assert not master.allocator.free("s1").contains(SLAVE)
         finally:
             del slave.executors[("fw-away", "e1")]  # (not a process: nothing to stop)
+
+
+async def test_a_teardown_after_failover_reaches_the_slave_of_an_idle_executor() -> None:
+    """A framework torn down after a failover tells the slave where its custom executor
+    outlived its tasks: the new leader learnt the task, and the executor it names, from
+    the slave's re-registration, and the task then ended. The master holds the executor's
+    room as dying until the slave says it has gone, so a slave never told would keep it
+    out of every offer for good."""
+    store = MemoryStore()
+    async with contextlib.AsyncExitStack() as stack:
+        c = Cluster(stack)
+        async with master_on(c, Registry(store), "master-1") as first:
+            c.master = first
+            fw, slave, run = await on_executor(c)
+            await slave.report(fw.framework_id, "t1", TaskState.RUNNING)
+        registry = Registry(store)
+        await registry.load()
+        async with master_on(c, registry, "master-2") as second:
+            c.master = second
+            # the slave hears the new leader and brings its running task back, with it
+            # the executor the task names
+            running = RunningTask(
+                framework_id=fw.framework_id, task=run.task, state=TaskState.RUNNING,
+                proof=run.proof,
+            )  # fmt: skip
+            await slave.bus.publish(
+                slave.to_master,
+                Reregister(
+                    slave_id="s1",
+                    hostname="s1.local",
+                    resources=SLAVE,
+                    incarnation=slave.bus.incarnation,
+                    tasks=[running],
+                ),
+            )
+            await eventually(lambda: "s1" in second.books.slaves)
+            await fw.subscribe("A", framework_id=fw.framework_id, failover_timeout=60)
+            books = second.books.frameworks[fw.framework_id]
+            await eventually(lambda: "t1" in books.tasks and ("s1", "e1") in books.executors)
+            # its task ends; the executor runs on, idle
+            await slave.report(fw.framework_id, "t1", TaskState.FINISHED)
+            await fw.acknowledge(await fw.update_for("t1", TaskState.FINISHED))
+            await eventually(lambda: not second.books.slaves["s1"].tasks)
+            await fw.bus.publish(fw.to_master, Teardown(framework_id=fw.framework_id))
+            told = lambda: [  # noqa: E731
+                m for m in slave.inbox.of(ShutdownFramework) if m.framework_id == fw.framework_id
+            ]
+            await eventually(lambda: bool(told()))
