@@ -7,13 +7,12 @@ limit (1,024) may open: nobody's request was answered, not the operator's page n
 HTTP framework's call, and asyncio logged a traceback every second (attack88). So one
 client address (an IPv6 one's /64) holds at most CONNECTIONS_PER_ADDRESS connections at
 once (a flood of 300 wrong passwords from one address stays under it, each answered),
-and all addresses
-together leave FILES_KEPT of the master's open-file limit to its own files and sockets
-(its registry, the broker, ZooKeeper): past either, a new connection is closed as it is
-taken, with a line in the log (`http.connection_refused`, sampled by address), as nginx's
-`limit_conn` refuses one. Over HTTPS a connection is counted from its TCP handshake, not
-its TLS one: one that never begins TLS is held until HANDSHAKE_SECONDS, and counted
-meanwhile.
+and all addresses together leave FILES_KEPT of the master's open-file limit (its soft
+one lifted to the hard one) to its own files and sockets (its registry, the broker,
+ZooKeeper): past either, a new connection is closed as it is taken, with a line in the
+log (`http.connection_refused`, sampled by address), as nginx's `limit_conn` refuses one.
+Over HTTPS a connection is counted from its TCP handshake, not its TLS one: one that
+never begins TLS is held until HANDSHAKE_SECONDS, and counted meanwhile.
 """
 
 from __future__ import annotations
@@ -39,10 +38,26 @@ HANDSHAKE_SECONDS = 10.0  # a TLS handshake, at most
 def most_connections() -> int:
     """The connections every address may hold together: the soft open-file limit, less
     what the master keeps for its own files."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    soft, _ = lift_file_limit()
     if soft == resource.RLIM_INFINITY:
         return 1 << 20
     return max(LEAST_CONNECTIONS, soft - FILES_KEPT)
+
+
+def lift_file_limit() -> tuple[int, int]:
+    """Lift the soft open-file limit to the hard one, as the slave does (slave/cli.py);
+    the limits then. systemd's soft 1,024 is kept low for select(), which asyncio does not
+    use (its hard one is 524,288): the bound of 768 connections it gave, which 384 Mesos
+    HTTP frameworks fill (a SUBSCRIBE stream and a call connection each), refused the
+    next framework and the operator's page."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):  # (a hard limit past the kernel's nr_open)
+            pass
+    return soft, hard
 
 
 def client_of(host: object) -> str:
