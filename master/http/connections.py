@@ -27,9 +27,10 @@ from typing import Any
 
 from aiohttp import web
 
+from master.http.config import HttpConfig
 from master.http.log import RefusedLines
 
-CONNECTIONS_PER_ADDRESS = 512  # open at once from one client address
+CONNECTIONS_PER_ADDRESS = HttpConfig().connections_per_address  # by default
 FILES_KEPT = 256  # of the open-file limit, never taken by HTTP connections
 LEAST_CONNECTIONS = 64  # in all, however low the limit
 HANDSHAKE_SECONDS = 10.0  # a TLS handshake, at most
@@ -208,9 +209,10 @@ class BoundedSite(web.BaseSite):
         *,
         ssl_context: ssl.SSLContext | None = None,
         log: Any,
+        per_address: int = CONNECTIONS_PER_ADDRESS,
     ) -> None:
         super().__init__(runner, ssl_context=ssl_context)
-        self.host, self.port = host, port
+        self.host, self.port, self.per_address = host, port, per_address
         self.refused = RefusedLines(log)
         self.doorman: Doorman | None = None  # (once started)
 
@@ -222,7 +224,9 @@ class BoundedSite(web.BaseSite):
         await super().start()
         server = self._runner.server
         assert server is not None
-        self.doorman = Doorman(server, self.refused, tls=self._ssl_context)
+        self.doorman = Doorman(
+            server, self.refused, tls=self._ssl_context, per_address=self.per_address
+        )
         self._server = await asyncio.get_running_loop().create_server(
             self.doorman,
             self.host,
