@@ -53,6 +53,7 @@ def http_config(
     cert: Path | None,
     key: Path | None,
     max_backlog_age: float | None = HTTP_DEFAULTS.max_backlog_age,
+    connections_per_address: int = HTTP_DEFAULTS.connections_per_address,
 ) -> HttpConfig | None:
     if address == "off":
         return None
@@ -62,7 +63,14 @@ def http_config(
     if (cert is None) != (key is None):
         raise click.BadParameter("--http-cert and --http-key go together")
     return HttpConfig(
-        host.strip("[]") or "127.0.0.1", int(port), store, open_metrics, cert, key, max_backlog_age
+        host.strip("[]") or "127.0.0.1",
+        int(port),
+        store,
+        open_metrics,
+        cert,
+        key,
+        max_backlog_age,
+        connections_per_address,
     )
 
 
@@ -264,6 +272,15 @@ def rate_limits(path: Path | None, qps: float | None, capacity: int) -> RateLimi
     "many seconds (a heartbeat that late is close to --slave-timeout).",
 )
 @click.option(
+    "--http-connections-per-address",
+    type=click.IntRange(min=1),
+    default=HTTP_DEFAULTS.connections_per_address,
+    show_default=True,
+    help="HTTP connections one client address (an IPv6 one's /64) may hold open at once; "
+    "past it a new one is closed as it is taken. Behind a reverse proxy every client is "
+    "its address, and each Mesos HTTP framework holds a SUBSCRIBE stream open: raise it.",
+)
+@click.option(
     "--http-cert",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Serve HTTPS with this certificate (PEM; with --http-key).",
@@ -358,6 +375,7 @@ def master(
     http_cert: Path | None,
     http_key: Path | None,
     health_max_backlog_age: float,
+    http_connections_per_address: int,
     zk: str | None,
     zk_session_timeout: float,
     zk_mesos_path: str,
@@ -409,6 +427,7 @@ def master(
             http_cert,
             http_key,
             health_max_backlog_age,
+            http_connections_per_address,
         ),
     )
     topics = Topics(cluster)

@@ -31,6 +31,7 @@ import aiohttp
 import pytest
 
 from cluster.local.secure import provision
+from master.http import connections
 from master.http.config import HttpConfig
 from master.http.connections import CONNECTIONS_PER_ADDRESS, client_of
 from master.master import Master, MasterConfig
@@ -84,10 +85,14 @@ ATTACKER = textwrap.dedent(
 
 
 @pytest.fixture
-def soft_file_limit() -> Iterator[None]:
-    """This process (the master's) may open SOFT_LIMIT files, as a service by default."""
+def soft_file_limit(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process (the master's) may open SOFT_LIMIT files, and no more (a container's
+    hard limit: the master lifts its soft limit to the hard one as it starts)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(SOFT_LIMIT, hard), hard))
+    monkeypatch.setattr(
+        connections, "lift_file_limit", lambda: resource.getrlimit(resource.RLIMIT_NOFILE)
+    )
     try:
         yield
     finally:

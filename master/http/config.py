@@ -16,6 +16,9 @@ class HttpConfig:
     key: Path | None = None
     # /health says `behind` once the oldest unhandled message has waited this long
     max_backlog_age: float | None = 5.0
+    # HTTP connections open at once from one client address (an IPv6 one's /64): more
+    # behind a reverse proxy, whose clients all come from its address
+    connections_per_address: int = 512
 
 
 def address_of(url: str) -> str:

@@ -7,13 +7,12 @@ limit (1,024) may open: nobody's request was answered, not the operator's page n
 HTTP framework's call, and asyncio logged a traceback every second (attack88). So one
 client address (an IPv6 one's /64) holds at most CONNECTIONS_PER_ADDRESS connections at
 once (a flood of 300 wrong passwords from one address stays under it, each answered),
-and all addresses
-together leave FILES_KEPT of the master's open-file limit to its own files and sockets
-(its registry, the broker, ZooKeeper): past either, a new connection is closed as it is
-taken, with a line in the log (`http.connection_refused`, sampled by address), as nginx's
-`limit_conn` refuses one. Over HTTPS a connection is counted from its TCP handshake, not
-its TLS one: one that never begins TLS is held until HANDSHAKE_SECONDS, and counted
-meanwhile.
+and all addresses together leave FILES_KEPT of the master's open-file limit (its soft
+one lifted to the hard one) to its own files and sockets (its registry, the broker,
+ZooKeeper): past either, a new connection is closed as it is taken, with a line in the
+log (`http.connection_refused`, sampled by address), as nginx's `limit_conn` refuses one.
+Over HTTPS a connection is counted from its TCP handshake, not its TLS one: one that
+never begins TLS is held until HANDSHAKE_SECONDS, and counted meanwhile.
 """
 
 from __future__ import annotations
@@ -28,9 +27,10 @@ from typing import Any
 
 from aiohttp import web
 
+from master.http.config import HttpConfig
 from master.http.log import RefusedLines
 
-CONNECTIONS_PER_ADDRESS = 512  # open at once from one client address
+CONNECTIONS_PER_ADDRESS = HttpConfig().connections_per_address  # by default
 FILES_KEPT = 256  # of the open-file limit, never taken by HTTP connections
 LEAST_CONNECTIONS = 64  # in all, however low the limit
 HANDSHAKE_SECONDS = 10.0  # a TLS handshake, at most
@@ -39,10 +39,26 @@ HANDSHAKE_SECONDS = 10.0  # a TLS handshake, at most
 def most_connections() -> int:
     """The connections every address may hold together: the soft open-file limit, less
     what the master keeps for its own files."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    soft, _ = lift_file_limit()
     if soft == resource.RLIM_INFINITY:
         return 1 << 20
     return max(LEAST_CONNECTIONS, soft - FILES_KEPT)
+
+
+def lift_file_limit() -> tuple[int, int]:
+    """Lift the soft open-file limit to the hard one, as the slave does (slave/cli.py);
+    the limits then. systemd's soft 1,024 is kept low for select(), which asyncio does not
+    use (its hard one is 524,288): the bound of 768 connections it gave, which 384 Mesos
+    HTTP frameworks fill (a SUBSCRIBE stream and a call connection each), refused the
+    next framework and the operator's page."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):  # (a hard limit past the kernel's nr_open)
+            pass
+    return soft, hard
 
 
 def client_of(host: object) -> str:
@@ -193,9 +209,10 @@ class BoundedSite(web.BaseSite):
         *,
         ssl_context: ssl.SSLContext | None = None,
         log: Any,
+        per_address: int = CONNECTIONS_PER_ADDRESS,
     ) -> None:
         super().__init__(runner, ssl_context=ssl_context)
-        self.host, self.port = host, port
+        self.host, self.port, self.per_address = host, port, per_address
         self.refused = RefusedLines(log)
         self.doorman: Doorman | None = None  # (once started)
 
@@ -207,7 +224,9 @@ class BoundedSite(web.BaseSite):
         await super().start()
         server = self._runner.server
         assert server is not None
-        self.doorman = Doorman(server, self.refused, tls=self._ssl_context)
+        self.doorman = Doorman(
+            server, self.refused, tls=self._ssl_context, per_address=self.per_address
+        )
         self._server = await asyncio.get_running_loop().create_server(
             self.doorman,
             self.host,

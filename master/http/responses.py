@@ -68,7 +68,14 @@ async def serve_site(runner: web.AppRunner, config: HttpConfig, log: Any) -> str
 
         ssl = ssl_module.create_default_context(ssl_module.Purpose.CLIENT_AUTH)
         ssl.load_cert_chain(config.cert, config.key)
-    site = BoundedSite(runner, config.host, config.port, ssl_context=ssl, log=log)
+    site = BoundedSite(
+        runner,
+        config.host,
+        config.port,
+        ssl_context=ssl,
+        log=log,
+        per_address=config.connections_per_address,
+    )
     await site.start()
     port = config.port
     for address in runner.addresses:  # the port asked for, or the one given (0)

@@ -32,7 +32,8 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, get_args
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import annotated_types
 import msgpack
@@ -403,7 +404,8 @@ def describe_validation(error: ValidationError, model: type[BaseModel] | None = 
         if err["type"] == "value_error":  # (our own words, raised by a validator)
             said = said.removeprefix("Value error, ")
         elif err["type"] == "extra_forbidden" and model is not None and err["loc"]:
-            said = _unknown_field(str(err["loc"][-1]), _field_names(model))
+            here = _fields_at(model, err["loc"][:-1])
+            said = _unknown_field(str(err["loc"][-1]), here, _field_names(model))
         parts.append(f"{loc}: {said}" if loc else said)
     more = error.error_count() - len(parts)
     if more > 0:
@@ -411,11 +413,50 @@ def describe_validation(error: ValidationError, model: type[BaseModel] | None = 
     return "; ".join(parts)
 
 
-def _unknown_field(name: str, known: frozenset[str]) -> str:
+def _unknown_field(name: str, here: frozenset[str] | None, known: frozenset[str]) -> str:
+    """What to say of field `name`, written where the fields `here` are (None: a place
+    not found), in a file whose models know `known` in all."""
+    near = difflib.get_close_matches(name, sorted(known if here is None else here), n=1)
+    if near and (here is not None or name not in known):
+        return f"unknown field: did you mean {near[0]}?"
     if name in known:
         return "not a field here (it is one elsewhere in the file)"
-    near = difflib.get_close_matches(name, sorted(known), n=1)
-    return f"unknown field: did you mean {near[0]}?" if near else "unknown field"
+    return "unknown field"
+
+
+def _fields_at(model: type[BaseModel], loc: Sequence[int | str]) -> frozenset[str] | None:
+    """The field names of the model at `loc` within `model` (a list's index or a dict's
+    key steps to its item), or None if `loc` is not a model's place."""
+    held: Any = model
+    for part in loc:
+        held = _one(held)
+        if isinstance(held, type) and issubclass(held, BaseModel):
+            fields = {f.alias or n: f.annotation for n, f in held.model_fields.items()}
+            if part not in fields:
+                return None
+            held = fields[str(part)]
+        else:
+            args = get_args(held)
+            if get_origin(held) not in (list, dict) or not args:
+                return None
+            held = args[-1]  # a list's item, a dict's value
+    held = _one(held)
+    if isinstance(held, type) and issubclass(held, BaseModel):
+        return frozenset(f.alias or n for n, f in held.model_fields.items())
+    return None
+
+
+def _one(held: Any) -> Any:
+    """`held` without Annotated's metadata, nor an Optional's None."""
+    while True:
+        if get_origin(held) is Annotated:
+            held = get_args(held)[0]
+            continue
+        arms = [a for a in get_args(held) if a is not type(None)]
+        if get_origin(held) in (Union, UnionType) and len(arms) == 1:
+            held = arms[0]
+            continue
+        return held
 
 
 @cache
