@@ -126,6 +126,8 @@ class JobScheduler(Scheduler):
         self.statuses: dict[str, TaskStatus] = {}  # launched tasks' latest
         self.ended: dict[str, asyncio.Event] = {}
         self.ran: set[str] = set()  # tasks that have had a process (output to read)
+        # the end of such a task, said once its output is all read (so after its last line)
+        self.ends_unsaid: dict[str, str] = {}
         self.changed = asyncio.Event()  # set on every launch, update and removal
         self.stopping = False  # no more launches
         self.subscribed = False  # (a refused subscription the driver raises: said once)
@@ -183,7 +185,11 @@ class JobScheduler(Scheduler):
             self.ran.add(status.task_id)
         if status.state.terminal:
             said = f": {status.message}" if status.message else ""
-            self.echo(f"{status.task_id} {status.state.value}{said}")
+            line = f"{status.task_id} {status.state.value}{said}"
+            if status.task_id in self.ran:
+                self.ends_unsaid[status.task_id] = line
+            else:
+                self.echo(line)
             self.ended[status.task_id].set()
         self.changed.set()
 
@@ -191,6 +197,11 @@ class JobScheduler(Scheduler):
         if self.subscribed:
             self.echo(f"the master: {message}")
         self.changed.set()  # (a removal: `driver.removed` says so)
+
+    def say_end(self, task_id: str) -> None:
+        """Say a task's end, held until its output was read (once)."""
+        if (line := self.ends_unsaid.pop(task_id, None)) is not None:
+            self.echo(line)
 
     def kill_all(self, driver: SchedulerDriver) -> None:
         """Launch nothing more, and kill what runs."""
@@ -299,14 +310,21 @@ async def run_job(
     async def read(task_id: str, stream: Stream, offset: int, length: int) -> TaskFileData:
         return await driver.read_file(task_id, stream, offset=offset, length=length)
 
-    def start_following(task_id: str, stream: Stream) -> None:
+    async def follow_stream(task_id: str, stream: Stream) -> None:
         instance = task_id.removeprefix(f"{spec.name}-")
         prefix = f"[{instance}] ".encode() if spec.instances > 1 else b""
         out = Lines(prefix, lambda data: write(stream, data))
         ended = scheduler.ended[task_id]
         every = max(POLL, 2 * spec.instances / READS)  # (two streams an instance)
-        coro = follow(read, task_id, stream, out, ended, echo, every)
-        followers.add(asyncio.create_task(coro, name=f"follow-{task_id}-{stream}"))
+        await follow(read, task_id, stream, out, ended, echo, every)
+
+    async def follow_both(task_id: str) -> None:
+        """Its stdout and stderr, and then its end, after its last line."""
+        await asyncio.gather(follow_stream(task_id, "stdout"), follow_stream(task_id, "stderr"))
+        scheduler.say_end(task_id)
+
+    def start_following(task_id: str) -> None:
+        followers.add(asyncio.create_task(follow_both(task_id), name=f"follow-{task_id}"))
 
     async def say_what_it_waits_for() -> None:
         began = time.monotonic()
@@ -325,8 +343,7 @@ async def run_job(
         while not scheduler.done and driver.removed is None:
             for task_id in scheduler.ran - followed:
                 followed.add(task_id)
-                start_following(task_id, "stdout")
-                start_following(task_id, "stderr")
+                start_following(task_id)
             if stop.is_set() and stopped_at is None:
                 stopped_at = time.monotonic()
                 running = len(scheduler.running())
@@ -339,8 +356,7 @@ async def run_job(
             # (once stopping, the stop is heard: only the tasks' ends are waited for)
             await first_of(scheduler.changed, *([stop] if stopped_at is None else []), timeout=POLL)
         for task_id in scheduler.ran - followed:
-            start_following(task_id, "stdout")
-            start_following(task_id, "stderr")
+            start_following(task_id)
         if followers:  # (each ends once its task has, and all it wrote is read)
             await asyncio.wait(followers, timeout=None if scheduler.done else POLL * 4)
     finally:
@@ -348,6 +364,8 @@ async def run_job(
         for f in followers:
             f.cancel()
         await asyncio.gather(notice, *followers, return_exceptions=True)
+        for task_id in list(scheduler.ends_unsaid):  # (its output not all read in time)
+            scheduler.say_end(task_id)
         driver.stop()
         await driver.join()
     return JobResult(list(scheduler.statuses.values()), stopped_at is not None)

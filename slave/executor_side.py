@@ -60,6 +60,24 @@ MOST_REFUSED = 1_000  # ... a burst of these: more, and it is stopped
 MOST_EXECUTORS_SAMPLED = 4_096  # (executors whose refusal lines are counted, at most)
 
 
+# a shell's and execve's codes for a command that never ran, and what an operator does
+NEVER_RAN = {
+    126: "its program could not be run by the task's user (not executable, or under a "
+    "directory that user may not pass: the slave's isolation.python_unreachable warning "
+    "at its start says so, and what to give --task-env DRFMESOS_PYTHON)",
+    127: "its program was not found (its command's first word, or $DRFMESOS_PYTHON)",
+}
+
+
+def exit_detail(executor_id: str, code: int, broken: str | None) -> str:
+    """A task's message when its executor exited: the status, what a status of a command
+    that never ran means, and why the executor's line to the slave broke, if it did."""
+    detail = f"executor {executor_id} exited with status {code}"
+    if code in NEVER_RAN:
+        return f"{detail}: {NEVER_RAN[code]}"
+    return detail + (f" (stopped: {broken})" if broken else "")
+
+
 class TaskEnv(Protocol):
     """A task's or executor's whole environment (`Slave._task_env`)."""
 
@@ -491,9 +509,7 @@ class ExecutorSide:
                     record.info,
                     TaskState.KILLED if killed else TaskState.FAILED,
                     reason,
-                    limited
-                    or f"executor {executor.executor_id} exited with status {code}"
-                    + (f" (stopped: {executor.broken})" if executor.broken else ""),
+                    limited or exit_detail(executor.executor_id, code, executor.broken),
                     Source.SLAVE,
                 )
         self.tell_exited(executor.framework_id, executor.executor_id, code)

@@ -1,4 +1,5 @@
-"""What a standby master serves: `/health`, `/metrics` and `/master/redirect`, nothing else.
+"""What a standby master serves: `/health`, `/metrics` and `/master/redirect`; any other
+GET is sent on to the leader (307, as a Mesos master not leading does).
 
 A standby holds no books, so it answers only that it is alive, that it does not lead
 (`elected` 0, as Mesos's master/elected) and who does, so that a tool can tell a standby
@@ -66,6 +67,7 @@ class StandbyHttp:
         app.on_response_prepare.append(secure_headers)
         app.add_routes([web.get("/health", self._health), web.get("/metrics", self._metrics)])
         app.add_routes(self.routes)
+        app.add_routes([web.get("/{tail:.*}", self._to_leader)])  # (last: the rest)
         self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
         try:
             url = await serve_site(self.runner, self.config, self.log)
@@ -102,6 +104,18 @@ class StandbyHttp:
                 leader=await self.leader(),
             )
         )
+
+    async def _to_leader(self, request: web.Request) -> web.StreamResponse:
+        """What the leader answers (its /state, its web UI, ...): 307 there, as Mesos's
+        masters that do not lead redirect; 503 saying so while nobody leads."""
+        address = (await self.leader()).split("//")[-1].rstrip("/")
+        if not address:
+            return problem(
+                "this master is a standby and no master leads now: "
+                "ask again once one is elected (/health says who leads)",
+                503,
+            )
+        return web.Response(status=307, headers={"Location": f"//{address}{request.path_qs}"})
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
         return metrics_response(self.registry)
