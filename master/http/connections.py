@@ -7,13 +7,15 @@ limit (1,024) may open: nobody's request was answered, not the operator's page n
 HTTP framework's call, and asyncio logged a traceback every second (attack88). So one
 client address (an IPv6 one's /64) holds at most CONNECTIONS_PER_ADDRESS connections at
 once (a flood of 300 wrong passwords from one address stays under it, each answered),
-and all addresses
-together leave FILES_KEPT of the master's open-file limit to its own files and sockets
-(its registry, the broker, ZooKeeper): past either, a new connection is closed as it is
-taken, with a line in the log (`http.connection_refused`, sampled by address), as nginx's
-`limit_conn` refuses one. Over HTTPS a connection is counted from its TCP handshake, not
-its TLS one: one that never begins TLS is held until HANDSHAKE_SECONDS, and counted
-meanwhile.
+and all addresses together leave FILES_KEPT of the master's open-file limit to its own
+files and sockets (its registry, the broker, ZooKeeper). Past its address's bound, a new
+connection is closed as it is taken, with a line in the log (`http.connection_refused`,
+sampled by address), as nginx's `limit_conn` refuses one. Past the bound of all, the
+address that holds the most gives its oldest connection up to a newcomer whose address
+holds fewer: two addresses (127.0.0.2 and 127.0.0.3, a tenant's on the master's own host)
+had held every connection there was, and every other client was refused (attack89). Over
+HTTPS a connection is counted from its TCP handshake, not its TLS one: one that never
+begins TLS is held until HANDSHAKE_SECONDS, and counted meanwhile.
 """
 
 from __future__ import annotations
@@ -78,13 +80,22 @@ class Doorman:
         self.per_address = per_address
         self.most = most_connections() if most is None else most
         self.open: Counter[str] = Counter()  # connections open, by client address
+        self.doors: dict[str, dict[_Door, None]] = {}  # theirs, oldest first
         self.total = 0
 
     def __call__(self) -> asyncio.Protocol:
         return _Door(self)
 
-    def admit(self, address: str) -> bool:
-        """Count a connection from `address` in, if the bounds let it."""
+    def admit(self, door: _Door) -> bool:
+        """Count `door`'s connection in, if the bounds let it: past the bound of all, in
+        the place of the oldest of the address that holds the most, if that is more than
+        `door`'s address would."""
+        address = door.address
+        if self.open[address] < self.per_address and self.total >= self.most:
+            most = max(self.open, key=self.open.__getitem__, default=address)
+            if self.open[most] > self.open[address] + 1:
+                oldest = next(iter(self.doors[most]))
+                oldest.evict()
         if self.open[address] >= self.per_address or self.total >= self.most:
             self.refused.refused(
                 "http.connection_refused",
@@ -94,14 +105,17 @@ class Doorman:
             )
             return False
         self.open[address] += 1
+        self.doors.setdefault(address, {})[door] = None
         self.total += 1
         return True
 
-    def left(self, address: str) -> None:
+    def left(self, door: _Door) -> None:
+        address = door.address
         self.total -= 1
         self.open[address] -= 1
+        del self.doors[address][door]
         if self.open[address] <= 0:
-            del self.open[address]
+            del self.open[address], self.doors[address]
 
 
 class _Door(asyncio.Protocol):
@@ -113,6 +127,7 @@ class _Door(asyncio.Protocol):
         self.inner: asyncio.Protocol | None = None
         self.address = ""
         self.counted = False
+        self.transport: asyncio.BaseTransport | None = None
         # what TLS decrypted before the handshake's waiter woke (its first read comes
         # at once), for aiohttp's handler once it is made
         self.early: list[bytes] = []
@@ -120,7 +135,8 @@ class _Door(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
         self.address = client_of(peer[0] if isinstance(peer, tuple) and peer else peer)
-        if not self.doorman.admit(self.address):
+        self.transport = transport
+        if not self.doorman.admit(self):
             transport.close()  # (nothing was read or written: closed at once)
             return
         self.counted = True
@@ -148,6 +164,7 @@ class _Door(asyncio.Protocol):
         self._serve(wrapped)
 
     def _serve(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
         self.inner = self.doorman.factory()
         self.inner.connection_made(transport)
         early, self.early = self.early, []
@@ -157,7 +174,13 @@ class _Door(asyncio.Protocol):
     def _uncount(self) -> None:
         if self.counted:
             self.counted = False
-            self.doorman.left(self.address)
+            self.doorman.left(self)
+
+    def evict(self) -> None:
+        """Its place is given to another's connection: uncounted now, closed."""
+        self._uncount()
+        if isinstance(self.transport, asyncio.Transport):
+            self.transport.abort()  # (its connection_lost comes: aiohttp's handler ends)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._uncount()
