@@ -36,6 +36,8 @@ CONNECTIONS_PER_ADDRESS = 512  # open at once from one client address
 FILES_KEPT = 256  # of the open-file limit, never taken by HTTP connections
 LEAST_CONNECTIONS = 64  # in all, however low the limit
 HANDSHAKE_SECONDS = 10.0  # a TLS handshake, at most
+LOOPBACK = ipaddress.IPv4Address("127.0.0.1")  # a local client's, unless it chooses
+LOOPBACKS = ipaddress.IPv4Network("127.0.0.0/8")  # the rest: one client, chosen
 
 
 def most_connections() -> int:
@@ -50,15 +52,20 @@ def most_connections() -> int:
 def client_of(host: object) -> str:
     """The client a connection from `host` is counted as: its IPv4 address (also when
     mapped into IPv6), or its IPv6 address's /64, which one host or site is given whole
-    (counted by address, it would hold 2**64 times the bound)."""
+    (counted by address, it would hold 2**64 times the bound). Every loopback address
+    but 127.0.0.1 (where a local client speaks from unless it chooses) is one client:
+    any process on the master's host may bind any of 127.0.0.0/8, and one holding a
+    connection from each of a few hundred of them had every connection there was."""
     try:
         address = ipaddress.ip_address(str(host).partition("%")[0])
     except ValueError:
         return str(host)
     if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+        if address.ipv4_mapped is None:
+            return str(ipaddress.ip_network(f"{address}/64", strict=False))
+        address = address.ipv4_mapped
+    if address.is_loopback and address != LOOPBACK:
+        return str(LOOPBACKS)  # (chosen on purpose: one client, a host's own)
     return str(address)
 
 
