@@ -9,10 +9,14 @@ client address (an IPv6 one's /64) holds at most CONNECTIONS_PER_ADDRESS connect
 once (a flood of 300 wrong passwords from one address stays under it, each answered),
 and all addresses together leave FILES_KEPT of the master's open-file limit (its soft
 one lifted to the hard one) to its own files and sockets (its registry, the broker,
-ZooKeeper): past either, a new connection is closed as it is taken, with a line in the
-log (`http.connection_refused`, sampled by address), as nginx's `limit_conn` refuses one.
-Over HTTPS a connection is counted from its TCP handshake, not its TLS one: one that
-never begins TLS is held until HANDSHAKE_SECONDS, and counted meanwhile.
+ZooKeeper). Past its address's bound, a new connection is closed as it is taken, with a
+line in the log (`http.connection_refused`, sampled by address), as nginx's `limit_conn`
+refuses one. Past the bound of all, the address that holds the most gives its oldest
+connection up to a newcomer whose address holds fewer: two addresses (127.0.0.2 and
+127.0.0.3, a tenant's on the master's own host) had held every connection there was, and
+every other client was refused (attack89). Over HTTPS a connection is counted from its
+TCP handshake, not its TLS one: one that never begins TLS is held until
+HANDSHAKE_SECONDS, and counted meanwhile.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ CONNECTIONS_PER_ADDRESS = HttpConfig().connections_per_address  # by default
 FILES_KEPT = 256  # of the open-file limit, never taken by HTTP connections
 LEAST_CONNECTIONS = 64  # in all, however low the limit
 HANDSHAKE_SECONDS = 10.0  # a TLS handshake, at most
+LOOPBACK = ipaddress.IPv4Address("127.0.0.1")  # a local client's, unless it chooses
+LOOPBACKS = ipaddress.IPv4Network("127.0.0.0/8")  # the rest: one client, chosen
 
 
 def most_connections() -> int:
@@ -64,15 +70,20 @@ def lift_file_limit() -> tuple[int, int]:
 def client_of(host: object) -> str:
     """The client a connection from `host` is counted as: its IPv4 address (also when
     mapped into IPv6), or its IPv6 address's /64, which one host or site is given whole
-    (counted by address, it would hold 2**64 times the bound)."""
+    (counted by address, it would hold 2**64 times the bound). Every loopback address
+    but 127.0.0.1 (where a local client speaks from unless it chooses) is one client:
+    any process on the master's host may bind any of 127.0.0.0/8, and one holding a
+    connection from each of a few hundred of them had every connection there was."""
     try:
         address = ipaddress.ip_address(str(host).partition("%")[0])
     except ValueError:
         return str(host)
     if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+        if address.ipv4_mapped is None:
+            return str(ipaddress.ip_network(f"{address}/64", strict=False))
+        address = address.ipv4_mapped
+    if address.is_loopback and address != LOOPBACK:
+        return str(LOOPBACKS)  # (chosen on purpose: one client, a host's own)
     return str(address)
 
 
@@ -94,13 +105,22 @@ class Doorman:
         self.per_address = per_address
         self.most = most_connections() if most is None else most
         self.open: Counter[str] = Counter()  # connections open, by client address
+        self.doors: dict[str, dict[_Door, None]] = {}  # theirs, oldest first
         self.total = 0
 
     def __call__(self) -> asyncio.Protocol:
         return _Door(self)
 
-    def admit(self, address: str) -> bool:
-        """Count a connection from `address` in, if the bounds let it."""
+    def admit(self, door: _Door) -> bool:
+        """Count `door`'s connection in, if the bounds let it: past the bound of all, in
+        the place of the oldest of the address that holds the most, if that is more than
+        `door`'s address would."""
+        address = door.address
+        if self.open[address] < self.per_address and self.total >= self.most:
+            most = max(self.open, key=self.open.__getitem__, default=address)
+            if self.open[most] > self.open[address] + 1:
+                oldest = next(iter(self.doors[most]))
+                oldest.evict()
         if self.open[address] >= self.per_address or self.total >= self.most:
             self.refused.refused(
                 "http.connection_refused",
@@ -110,14 +130,17 @@ class Doorman:
             )
             return False
         self.open[address] += 1
+        self.doors.setdefault(address, {})[door] = None
         self.total += 1
         return True
 
-    def left(self, address: str) -> None:
+    def left(self, door: _Door) -> None:
+        address = door.address
         self.total -= 1
         self.open[address] -= 1
+        del self.doors[address][door]
         if self.open[address] <= 0:
-            del self.open[address]
+            del self.open[address], self.doors[address]
 
 
 class _Door(asyncio.Protocol):
@@ -129,6 +152,7 @@ class _Door(asyncio.Protocol):
         self.inner: asyncio.Protocol | None = None
         self.address = ""
         self.counted = False
+        self.transport: asyncio.BaseTransport | None = None
         # what TLS decrypted before the handshake's waiter woke (its first read comes
         # at once), for aiohttp's handler once it is made
         self.early: list[bytes] = []
@@ -136,7 +160,8 @@ class _Door(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
         self.address = client_of(peer[0] if isinstance(peer, tuple) and peer else peer)
-        if not self.doorman.admit(self.address):
+        self.transport = transport
+        if not self.doorman.admit(self):
             transport.close()  # (nothing was read or written: closed at once)
             return
         self.counted = True
@@ -164,6 +189,7 @@ class _Door(asyncio.Protocol):
         self._serve(wrapped)
 
     def _serve(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
         self.inner = self.doorman.factory()
         self.inner.connection_made(transport)
         early, self.early = self.early, []
@@ -173,7 +199,13 @@ class _Door(asyncio.Protocol):
     def _uncount(self) -> None:
         if self.counted:
             self.counted = False
-            self.doorman.left(self.address)
+            self.doorman.left(self)
+
+    def evict(self) -> None:
+        """Its place is given to another's connection: uncounted now, closed."""
+        self._uncount()
+        if isinstance(self.transport, asyncio.Transport):
+            self.transport.abort()  # (its connection_lost comes: aiohttp's handler ends)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._uncount()

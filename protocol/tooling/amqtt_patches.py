@@ -1,8 +1,9 @@
-"""What the embedded broker changes in amqtt, in one place: five fixes of amqtt 0.12.1's
+"""What the embedded broker changes in amqtt, in one place: six fixes of amqtt 0.12.1's
 bugs, made by replacing a private attribute (`Broker._subscriptions`), methods of the
 broker object (`stream_connected`; `_authenticate`, `_delete_session` and
-`_client_message_loop`; `_publish_session_retained_messages`) and one of its connection
-handlers' class (`BrokerProtocolHandler.stop`).
+`_client_message_loop`; `_publish_session_retained_messages`;
+`_publish_retained_messages_for_subscription`) and one of its connection handlers' class
+(`BrokerProtocolHandler.stop`).
 
 The version is pinned in pyproject.toml to the one tests/test_adapters.py was run against;
 importing this module outside it stops with the range to install.
@@ -33,6 +34,7 @@ def patch(broker: Any) -> None:
     broker.stream_connected = quiet_on_reset(broker.stream_connected)
     OneConnectionPerClientId(broker)
     broker._publish_session_retained_messages = queued_as_published(broker)
+    broker._publish_retained_messages_for_subscription = retained_for_its_own(broker)
     if not hasattr(BrokerProtocolHandler.stop, "stops_its_reader"):
         BrokerProtocolHandler.stop = reader_stopped_first(BrokerProtocolHandler.stop)
 
@@ -97,6 +99,33 @@ def queued_as_published(broker: Any) -> Callable[[Any], Awaitable[None]]:
             await asyncio.wait(sending)
 
     return publish_queued
+
+
+def retained_for_its_own(broker: Any) -> Callable[[tuple[str, int], Any], Awaitable[None]]:
+    """The retained messages a subscription is sent: only a subscription the session
+    itself holds, that its principal may still read.
+
+    amqtt 0.12.1 sends every client that connects the retained messages of every topic
+    filter in the broker's subscription table (`stream_connected`), whoever holds it,
+    straight to the connection, past the topic-check plugin: with an operator's
+    `drfmesos view` open (subscribed to `<p>/state`), any tenant that connected was
+    handed the master's retained state, every tenant's tasks and offers (attack89).
+    mosquitto sends a connection what its own subscriptions match.
+    """
+    from amqtt.contexts import Action
+
+    send = broker._publish_retained_messages_for_subscription
+
+    async def publish_retained(subscription: tuple[str, int], session: Any) -> None:
+        topic_filter = subscription[0]
+        held = [q for s, q in broker._subscriptions.get(topic_filter, ()) if s is session]
+        if not held:
+            return  # (another's subscription, or one refused)
+        if not await broker._topic_filtering(session, topic_filter, Action.SUBSCRIBE):
+            return  # (its secret was replaced since, or its principal removed)
+        await send((topic_filter, held[0]), session)
+
+    return publish_retained
 
 
 def reader_stopped_first(stop: Stop) -> Stop:
