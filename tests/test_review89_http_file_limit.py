@@ -19,6 +19,8 @@ from aiohttp import web
 from master.http.connections import FILES_KEPT, BoundedSite
 from protocol import logs
 
+from harness.helpers import door_from
+
 SOFT_LIMIT = 1024  # systemd's default soft limit
 
 
@@ -46,7 +48,8 @@ async def test_clients_past_768_are_served_when_the_hard_limit_allows(
         assert site.doorman is not None
         frameworks = 400  # from addresses of their own, two connections each
         admitted = [
-            site.doorman.admit(f"198.51.{n // 250}.{n % 250}") for n in range(2 * frameworks)
+            site.doorman.admit(door_from(site.doorman, f"198.51.{n // 250}.{n % 250}"))
+            for n in range(2 * frameworks)
         ]
         assert all(admitted), f"{admitted.count(False)} refused"
         if soft_file_limit != resource.RLIM_INFINITY:

@@ -20,6 +20,8 @@ from master.http.connections import CONNECTIONS_PER_ADDRESS, BoundedSite
 from master.http.responses import serve_site
 from protocol import logs
 
+from harness.helpers import door_from
+
 
 async def test_one_proxy_holds_the_connections_its_operator_allows() -> None:
     runner = web.AppRunner(web.Application())
@@ -30,7 +32,9 @@ async def test_one_proxy_holds_the_connections_its_operator_allows() -> None:
         assert isinstance(site, BoundedSite)
         assert site.doorman is not None
         frameworks = 400  # behind one proxy: a SUBSCRIBE stream and a call each
-        admitted = [site.doorman.admit("127.0.0.1") for _ in range(2 * frameworks)]
+        admitted = [
+            site.doorman.admit(door_from(site.doorman, "127.0.0.1")) for _ in range(2 * frameworks)
+        ]
         assert all(admitted), f"{admitted.count(False)} refused"
     finally:
         await runner.cleanup()

@@ -24,6 +24,7 @@ from cluster.local.view import wait_state
 from frameworks import Scheduler, SchedulerDriver
 from frameworks.samples.command import CommandScheduler
 from frameworks.scheduler import Driver
+from master.http.connections import Doorman, _Door
 from master.master import Master, MasterConfig
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker
 from protocol.tooling.credentials import Store
@@ -577,3 +578,12 @@ def need_root() -> None:
         if os.environ.get("CI"):
             pytest.fail(f"tenant isolation tests need root and util-linux in CI: {why}")
         pytest.skip(why)
+
+
+def door_from(doorman: Doorman, address: str) -> _Door:
+    """A connection of the master's HTTP doorman as if from `address`, not yet admitted
+    (`Doorman.admit` counts it, or refuses it): no socket behind it."""
+    door = doorman()
+    assert isinstance(door, _Door)
+    door.address = address
+    return door
