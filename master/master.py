@@ -480,6 +480,23 @@ class Master:
             principals=str(self.config.principals) if self.config.principals else None,
             rate_limits=self.config.rate_limits is not None,
         )
+        self._warn_unknown_limits()
+
+    def _warn_unknown_limits(self) -> None:
+        """A rate limit for a principal the credentials store does not know limits nobody
+        (a misspelt name, or one not added yet): said once, at start, as Mesos says
+        nothing."""
+        limits = self.config.rate_limits
+        if limits is None or self.config.principals is None:
+            return
+        unknown = sorted(p for p in limits.listed() if not self.acl.knows(p))
+        if unknown:
+            self.log.warning(
+                "master.rate_limits_unknown_principals",
+                principals=unknown,
+                detail="no principal of the credentials store has these names (yet): "
+                "their limits hold nobody until one is added",
+            )
 
     async def connection_gone(self, caller: Caller, gone: Gone) -> None:
         """That transport's connection for `caller` closed: as the bus's Last Will."""
