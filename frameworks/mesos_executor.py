@@ -50,6 +50,7 @@ from frameworks.executor import Executor, ExecutorDriver
 from protocol import logs, recordio
 from protocol import mesos_json as mj
 from protocol.extras import needs
+from protocol.refusal_sampling import RateLimiter
 from protocol.wire.messages import KillPolicy, TaskInfo
 
 PATH = "/api/v1/executor"
@@ -57,6 +58,7 @@ COMMAND_VARIABLE = "MESOS_EXECUTOR_COMMAND"  # the Mesos executor's own command
 SHUTDOWN_GRACE = 5.0  # seconds from SHUTDOWN to SIGKILL (MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD)
 CHECKS_AT_ONCE = 1  # tokens not its own asked of the slave at once (429 past it)
 REFUSALS_LOGGED = 5  # lines a second about refused calls, at most
+SENDER = ""  # (one budget for them all: any local process may send them)
 
 log = logs.get("mesos_executor")
 
@@ -72,7 +74,8 @@ class MesosExecutorAdapter(Executor):
         self.subscriber: asyncio.Transport | None = None  # the SUBSCRIBE stream's connection
         self.unsent: list[dict[str, Any]] = []  # taken by a stream whose connection dropped
         self.checking = 0  # tokens asked of the slave, under way
-        self._logged_at, self._logged, self._unlogged = 0.0, 0, 0  # (`_refused`)
+        # refusal lines, sampled as the slave's and the master's are (`_refused`)
+        self._lines = RateLimiter(rate=REFUSALS_LOGGED, burst=REFUSALS_LOGGED)
 
     # -- our side: the slave's line -----------------------------------------------------------
     async def registered(self, driver: ExecutorDriver) -> None:
@@ -228,15 +231,8 @@ class MesosExecutorAdapter(Executor):
     def _refused(self, event: str, request: Any) -> None:
         """A line about a refused call, REFUSALS_LOGGED a second at most (any local
         process may send them, and this log is in the tenant's sandbox)."""
-        now = time.monotonic()
-        if now - self._logged_at >= 1.0:
-            self._logged_at, self._logged = now, 0
-        if self._logged >= REFUSALS_LOGGED:
-            self._unlogged += 1
-            return
-        self._logged += 1
-        log.warning(event, remote=request.remote, unlogged=self._unlogged)
-        self._unlogged = 0
+        if self._lines.admit(SENDER, time.monotonic()):
+            log.warning(event, remote=request.remote, unlogged=self._lines.take_skipped(SENDER))
 
     async def _subscribe(self, web: Any, request: Any, driver: ExecutorDriver) -> Any:
         live = self.subscriber
