@@ -25,7 +25,6 @@ import asyncio
 import ipaddress
 import resource
 import ssl
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -104,32 +103,39 @@ class Doorman:
         self.handshakes: set[asyncio.Task[None]] = set()  # (kept while under way)
         self.per_address = per_address
         self.most = most_connections() if most is None else most
-        self.open: Counter[str] = Counter()  # connections open, by client address
-        self.doors: dict[str, dict[_Door, None]] = {}  # theirs, oldest first
+        self.doors: dict[str, dict[_Door, None]] = {}  # open, by client address, oldest first
         self.total = 0
 
     def __call__(self) -> asyncio.Protocol:
         return _Door(self)
+
+    @property
+    def open(self) -> dict[str, int]:
+        """Connections open, by client address."""
+        return {address: len(doors) for address, doors in self.doors.items()}
+
+    def _held(self, address: str) -> int:
+        return len(self.doors.get(address, ()))
 
     def admit(self, door: _Door) -> bool:
         """Count `door`'s connection in, if the bounds let it: past the bound of all, in
         the place of the oldest of the address that holds the most, if that is more than
         `door`'s address would."""
         address = door.address
-        if self.open[address] < self.per_address and self.total >= self.most:
-            most = max(self.open, key=self.open.__getitem__, default=address)
-            if self.open[most] > self.open[address] + 1:
+        held = self._held(address)
+        if held < self.per_address and self.total >= self.most:
+            most = max(self.doors, key=self._held, default=address)
+            if self._held(most) > held + 1:
                 oldest = next(iter(self.doors[most]))
                 oldest.evict()
-        if self.open[address] >= self.per_address or self.total >= self.most:
+        if held >= self.per_address or self.total >= self.most:
             self.refused.refused(
                 "http.connection_refused",
                 remote=address,
-                open_from_address=self.open[address],
+                open_from_address=held,
                 open=self.total,
             )
             return False
-        self.open[address] += 1
         self.doors.setdefault(address, {})[door] = None
         self.total += 1
         return True
@@ -137,10 +143,10 @@ class Doorman:
     def left(self, door: _Door) -> None:
         address = door.address
         self.total -= 1
-        self.open[address] -= 1
-        del self.doors[address][door]
-        if self.open[address] <= 0:
-            del self.open[address], self.doors[address]
+        doors = self.doors[address]
+        del doors[door]
+        if not doors:
+            del self.doors[address]
 
 
 class _Door(asyncio.Protocol):
