@@ -263,10 +263,11 @@ class Accepts:
                 slave_id, self._run_tasks(fw, slave_id, launched).with_wire_tasks(maps)
             )
             progress.sent(launched)
-            for task in launched:  # (sent behind any CheckExecutors of their executors: an
-                # answer is of before them, which run it again or say it did not start)
-                if task.executor is not None:
-                    fw.executor_checks.pop((slave_id, task.executor.executor_id), None)
+            if fw.executor_checks:  # (sent behind any CheckExecutors of their executors:
+                # an answer is of before them, which run it again or say it did not start)
+                for task in launched:
+                    if task.executor is not None:
+                        fw.executor_checks.pop((slave_id, task.executor.executor_id), None)
         # the event stream hears of it after the slave is told (the task waits for that)
         for record in records:
             self.outbox.emit(
