@@ -14,8 +14,10 @@ connection up to a newcomer that holds fewer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 
 import aiohttp
 import pytest
@@ -42,7 +44,25 @@ def half_heads(port: int, source: str, count: int) -> Iterator[socket.socket]:
         yield s
 
 
-async def test_the_operator_is_answered_while_a_tenant_holds_every_connection() -> None:
+@dataclass
+class Site:
+    """A site saying hello behind a doorman of PER_ADDRESS and MOST, on 127.0.0.1."""
+
+    doorman: Doorman
+    port: int
+    held: list[socket.socket]  # (closed at its end)
+
+    async def hello(self) -> str:
+        """What the operator is answered, from 127.0.0.1."""
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{self.port}/") as answer,
+        ):
+            return await answer.text()
+
+
+@contextlib.asynccontextmanager
+async def site() -> AsyncIterator[Site]:
     async def hello(_: web.Request) -> web.Response:
         return web.Response(text="hello")
 
@@ -55,55 +75,32 @@ async def test_the_operator_is_answered_while_a_tenant_holds_every_connection() 
         runner.server, RefusedLines(logs.get("test")), per_address=PER_ADDRESS, most=MOST
     )
     server = await asyncio.get_running_loop().create_server(doorman, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    held: list[socket.socket] = []
+    opened = Site(doorman, server.sockets[0].getsockname()[1], [])
     try:
-        held += half_heads(port, "127.0.0.2", PER_ADDRESS)  # (its address's bound)
-        held += half_heads(port, "127.0.0.1", MOST - PER_ADDRESS)  # (the operator's too)
-        await eventually(lambda: doorman.total == MOST)  # (the server took them)
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"http://127.0.0.1:{port}/") as answer,
-        ):
-            assert await answer.text() == "hello"
-        assert doorman.total <= MOST
-        assert max(doorman.open.values()) <= PER_ADDRESS
+        yield opened
     finally:
-        for s in held:
+        for s in opened.held:
             s.close()
         server.close()
         await runner.cleanup()
+
+
+async def test_the_operator_is_answered_while_a_tenant_holds_every_connection() -> None:
+    async with site() as s:
+        s.held += half_heads(s.port, "127.0.0.2", PER_ADDRESS)  # (its address's bound)
+        s.held += half_heads(s.port, "127.0.0.1", MOST - PER_ADDRESS)  # (the operator's too)
+        await eventually(lambda: s.doorman.total == MOST)  # (the server took them)
+        assert await s.hello() == "hello"
+        assert s.doorman.total <= MOST
+        assert max(s.doorman.open.values()) <= PER_ADDRESS
 
 
 async def test_the_operator_is_answered_while_many_loopback_addresses_hold_one_each() -> None:
-    async def hello(_: web.Request) -> web.Response:
-        return web.Response(text="hello")
-
-    app = web.Application()
-    app.router.add_get("/", hello)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    assert runner.server is not None
-    doorman = Doorman(
-        runner.server, RefusedLines(logs.get("test")), per_address=PER_ADDRESS, most=MOST
-    )
-    server = await asyncio.get_running_loop().create_server(doorman, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    held: list[socket.socket] = []
-    try:
+    async with site() as s:
         for n in range(2, 2 + 2 * MOST):  # (a connection from each of 12 addresses)
-            held += half_heads(port, f"127.0.0.{n}", 1)
-        await eventually(lambda: doorman.total == PER_ADDRESS)  # (the server took them)
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"http://127.0.0.1:{port}/") as answer,
-        ):
-            assert await answer.text() == "hello"
-    finally:
-        for s in held:
-            s.close()
-        server.close()
-        await runner.cleanup()
+            s.held += half_heads(s.port, f"127.0.0.{n}", 1)
+        await eventually(lambda: s.doorman.total == PER_ADDRESS)  # (the server took them)
+        assert await s.hello() == "hello"
 
 
 def test_every_loopback_address_but_127_0_0_1_is_one_client() -> None:
