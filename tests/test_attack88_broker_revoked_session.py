@@ -7,7 +7,9 @@ leaked), and then published as alice and read her frameworks' events again (meas
 2026-12-07: its Subscribe was served, its framework offered). mosquitto disconnects such
 a client when it re-reads its password file. Now every publish, subscription and
 delivery of a connection whose principal's stored secret changed since its CONNECT is
-refused, as mosquitto's ACL refuses one it does not allow.
+refused, and the connection ended at the first of them, as mosquitto ends it: a party
+whose secret was rotated under it is told so when it connects again (it went on quietly
+refused in everything, a slave that looked alive to itself and lost to the master).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import pytest
 
 from cluster.local.secure import as_principal, provision
 from protocol.tooling.brokers import BrokerURL, EmbeddedBroker
-from protocol.transport.aio import within
+from protocol.transport.aio import first_of, within
+from protocol.transport.bus import Bus
 from protocol.transport.mqtt_client import connection_id
 
 pytestmark = pytest.mark.timeout(60)
@@ -91,7 +94,36 @@ async def test_a_connection_with_alices_old_secret_reaches_nothing(tmp_path: Pat
                 assert await next_message(master, 2) is None
                 await master.publish(EVENTS, b"events after", qos=1)
                 assert await next_message(alice, 5) is None  # (not subscribed: the thief is)
-                with contextlib.suppress(aiomqtt.MqttError):
-                    assert await next_message(thief, 2) is None
+                with pytest.raises(aiomqtt.MqttError):  # (its connection ended)
+                    await next_message(thief, 5)
+    finally:
+        await broker.stop()
+
+
+async def test_a_party_whose_secret_was_replaced_is_cut_off_and_told_so(tmp_path: Path) -> None:
+    """A party connected as alice when her secret is replaced: its next message ends its
+    connection, and connecting again with the secret it holds is refused, so its bus
+    gives up with the broker's refusal for its process to say."""
+    store = provision(tmp_path / "auth", [("alice", "framework")])
+    broker = EmbeddedBroker(auth=store.path)
+    await broker.start()
+    try:
+        old = as_principal(broker.url, store, "alice")
+        bus = Bus(old, name="alice's framework")
+        await bus.start()
+        try:
+            await within(bus.publish_raw(CALLS, b"before"), 5)
+            store.remove("alice")
+            store.add("alice", "framework", (), keep_secret=True)
+            async with await connected(as_principal(broker.url, store, "alice"), "alice"):
+                with contextlib.suppress(Exception):  # (refused, or cut off: either way)
+                    await within(bus.publish_raw(CALLS, b"after"), 5)
+                await first_of(bus.gave_up, timeout=20)
+                assert bus.refused is not None, "it went on, unheard"
+                assert "not authorized" in str(bus.refused).lower() or "secret" in str(
+                    bus.refused
+                ), bus.refused
+        finally:
+            await bus.close()
     finally:
         await broker.stop()

@@ -9,11 +9,11 @@ holds many connections: `protocol.transport.mqtt_client.connection_id`); a clien
 id is another's, or that fails to authenticate, gets a throwaway client id first, so
 that it cannot take over anybody's session.
 
-A secret is checked at CONNECT, and the connection is held to it: every publish,
-subscription and delivery of a connection whose principal's stored secret is no longer
+A secret is checked at CONNECT, and the connection is held to it: the first publish,
+subscription or delivery of a connection whose principal's stored secret is no longer
 the one its CONNECT was checked against (removed, or changed: `auth remove` and `auth
-add` again) is refused, as mosquitto disconnects such a client when it re-reads its
-password file. A connection made with a leaked secret had gone on publishing as its
+add` again) is refused and the connection ended, as mosquitto ends such a client's when
+it re-reads its password file. A connection made with a leaked secret had gone on publishing as its
 principal and reading its frameworks' events after the secret was replaced (attack88).
 """
 
@@ -30,6 +30,7 @@ from typing import Any
 from amqtt.contexts import Action
 from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
 
+from protocol import logs
 from protocol.tooling.credentials import (
     CredentialsError,
     acl_rules,
@@ -40,6 +41,7 @@ from protocol.tooling.credentials import (
 )
 from protocol.tooling.remembered import Remembered
 
+log = logs.get("broker")
 RELOAD_EVERY = 1.0  # seconds between looks at the files' modification times
 # A secret is checked by PBKDF2 (some 10 ms of a core, on purpose): in a thread, never on
 # the broker's loop (which every client's messages share), at most HASHING_AT_ONCE at a
@@ -198,6 +200,18 @@ class StoreTopicPlugin(BaseTopicPlugin):  # type: ignore[misc]
             return False
         current = self._passwd.get().get(session.username)
         if current is None or getattr(session, CHECKED_AGAINST, None) != current:
-            return False  # (its secret was replaced, or removed, since it connected)
+            await self._end(session)  # (its secret was replaced, or removed, since)
+            return False
         allowed = rules["write"] if action == Action.PUBLISH else rules["read"]
         return any(filter_allows(pattern, topic) for pattern in allowed)
+
+    async def _end(self, session: Any) -> None:
+        """End the connection of a session whose secret is no longer the stored one, at
+        its first message or delivery since, as mosquitto ends it when it re-reads its
+        password file: its client hears it, and connecting again is refused (a party
+        whose secret was replaced under it had gone on quietly refused in everything)."""
+        live = self.context._broker_instance.sessions.get(session.client_id)
+        if live is None or live[0] is not session or live[1] is None:
+            return  # (ended already, or taken over)
+        log.warning("broker.secret_replaced", principal=session.username)
+        await live[1].handle_connection_closed()  # (the message loop's disconnect: it ends)
