@@ -430,6 +430,8 @@ class Maintenance:
     mark_gone: bool = False  # once DRAINED, marked gone
     # tasks a kill was sent for since the drain began or its slave came back (not kept)
     killed: set[tuple[str, str]] = field(default_factory=set)
+    # since when nothing has run there, only updates owed to frameworks (not kept)
+    quiet_since: float | None = None
 
     @property
     def status(self) -> str:

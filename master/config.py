@@ -27,6 +27,9 @@ class MasterConfig:
     heartbeat_interval: float = 5.0  # to frameworks, and asked of slaves
     state_interval: float = 0.5
     status_retry: float = 1.0  # first re-send of an unacknowledged update
+    # a drained slave's updates owed to frameworks hold its drain this long at most, once
+    # nothing runs there (a tenant that never acknowledges held it DRAINING forever)
+    drain_ack_wait: float = 60.0
     role_weights: dict[str, float] = field(default_factory=dict)
     principals: Path | None = None  # the credentials store's principals.json (role ACLs)
     rate_limits: RateLimits | None = None  # per principal (master.rate_limits); None: none

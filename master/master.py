@@ -332,6 +332,7 @@ class Master:
             recorder,
             self.removals,
             request_round=request_round,
+            ack_wait=config.drain_ack_wait,
             log=log,
         )
         self.listeners.slave_admitted.append(self.drains.slave_admitted)

@@ -6,7 +6,9 @@ run on. A draining one is deactivated too, and each of its tasks is killed with 
 grace, at most the drain's `max_grace_period`: its framework hears TASK_KILLED with
 REASON_SLAVE_DRAINING (TASK_GONE_BY_OPERATOR if the drain marks the slave gone and the
 framework is partition-aware). The slave is DRAINED once it has no task left and its
-frameworks have acknowledged every update from it, and nothing else runs there: no
+frameworks have acknowledged every update from it (or had `ack_wait` to, since nothing
+ran there: a tenant that never acknowledges does not hold the operator's drain for
+ever; what it is owed is still sent again), and nothing else runs there: no
 orphan (a task of a framework not back yet, killed too) and no task of a removed
 framework in its kill grace (held as dying, its grace cut to the drain's); then, if the
 drain said so, it is marked gone. Everything here is written to the registry before it
@@ -28,6 +30,7 @@ from master.ha.registry import MaintenanceRecord
 from master.offers import OfferBook
 from master.outbox import Outbox
 from master.removals import Removals
+from protocol.transport.aio import loop_time
 from protocol.wire.messages import (
     DeactivateSlave,
     DrainSlave,
@@ -56,11 +59,14 @@ class Drains:
         removals: Removals,
         *,
         request_round: Callable[[], None],
+        ack_wait: float,
         log: Any,
     ) -> None:
+        """`ack_wait`: how long, once nothing runs on a draining slave, updates from it
+        that frameworks have not acknowledged keep it DRAINING, at most."""
         self.books, self.allocator, self.offers, self.outbox = books, allocator, offers, outbox
         self.recorder, self.removals = recorder, removals
-        self.request_round, self.log = request_round, log
+        self.request_round, self.log, self.ack_wait = request_round, log, ack_wait
 
     # -- the operator's calls -----------------------------------------------------------------
     async def on_drain_slave(self, msg: DrainSlave, caller: Caller) -> None:
@@ -174,8 +180,17 @@ class Drains:
             self._kill_the_rest(slave, out)
             self._kill_orphans(slave, out)
             self._cut_dying(slave, out)
-            if not slave.tasks and not self._owed(slave_id) and not self._still_running(slave_id):
-                self._drained(slave, out)
+            if slave.tasks or self._still_running(slave_id):
+                out.quiet_since = None
+                continue
+            now = loop_time()
+            out.quiet_since = now if out.quiet_since is None else out.quiet_since
+            owed = self._owed(slave_id)
+            if owed and now - out.quiet_since < self.ack_wait:
+                continue
+            if owed:  # (still sent again to them until they acknowledge: no update lost)
+                self.log.warning("slave.drain_acks_waited_out", slave_id=slave_id, owed=owed)
+            self._drained(slave, out)
 
     def _kill_the_rest(self, slave: Slave, out: Maintenance) -> None:
         for key in list(slave.tasks):
@@ -244,13 +259,13 @@ class Drains:
             return True
         return any(not o.state.terminal for o in self.books.orphans.on(slave_id))
 
-    def _owed(self, slave_id: str) -> bool:
-        """Whether a framework has still to acknowledge an update from this slave."""
-        return any(
-            p.slave_id == slave_id
+    def _owed(self, slave_id: str) -> list[str]:
+        """The frameworks that have still to acknowledge an update from this slave."""
+        return [
+            fw.framework_id
             for fw in self.books.frameworks.values()
-            for p in fw.pending.values()
-        )
+            if any(p.slave_id == slave_id for p in fw.pending.values())
+        ]
 
     def _drained(self, slave: Slave, out: Maintenance) -> None:
         slave_id = slave.slave_id
