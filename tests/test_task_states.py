@@ -356,7 +356,7 @@ async def test_an_unreachable_slave_that_returns(
 ) -> None:
     """Partition-aware: the task carries on and reports TASK_RUNNING again (and one it asked
     to kill meanwhile is killed then). Otherwise: it was reported lost, so it is killed
-    when its slave returns (as Mesos 1.x)."""
+    when its slave returns (as Mesos before 1.5: mesos-differences.md)."""
     async with framework(mosquitto, aware) as (rec, driver):
         offer = await rec.offer_on(driver)
         pids = {t: tmp_path / f"{t}.pid" for t in ("t1", "t2")}

@@ -274,9 +274,13 @@ class Allocator:
             self._sync(fw.framework_id)
 
     def deactivate(self, framework_id: str) -> None:
-        """A disconnected framework keeps its allocation but is offered nothing."""
+        """A disconnected framework keeps its allocation but is offered nothing, and its
+        decline filters go, as Mesos's `deactivateFramework` clears them: the scheduler
+        that subscribes again (a new process, which declined nothing) is offered every
+        slave at once, not after its predecessor's refuse_seconds."""
         for fw in self._books(framework_id):
             fw.active = False
+            fw.filters.clear()
             self._sync(fw.framework_id)
 
     def suppress(self, framework_id: str, roles: Sequence[str] = ()) -> None:

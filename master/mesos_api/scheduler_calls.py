@@ -46,6 +46,7 @@ from protocol.wire.messages import (
     UpdateFramework,
     Wire,
 )
+from protocol.wire.values import MAX_REFUSE_SECONDS
 
 W = TypeVar("W", bound=Wire)
 P = ParamSpec("P")
@@ -435,10 +436,20 @@ def _ids(items: object, field: str, cls: type[Wire]) -> list[str]:
 
 
 def _filters(body: Mapping[str, Any]) -> Filters:
+    """An ACCEPT's or DECLINE's filter, as Mesos's allocator reads it: one longer than a
+    year is a year, a negative one (or NaN) the default 5 s; the call goes through
+    either way (refused, a DECLINE left its offer outstanding, an ACCEPT its tasks
+    unlaunched). A value that is no number is a 400, as Mesos's JSON parse refuses it."""
     filters = body.get("filters")
     if not isinstance(filters, Mapping) or filters.get("refuse_seconds") is None:
         return Filters()
-    return _wire(Filters, refuse_seconds=filters["refuse_seconds"])
+    seconds = filters["refuse_seconds"]
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+        if seconds > MAX_REFUSE_SECONDS:
+            return Filters(refuse_seconds=MAX_REFUSE_SECONDS)
+        if not seconds >= 0:  # (negative, or NaN)
+            return Filters()
+    return _wire(Filters, refuse_seconds=seconds)
 
 
 def _wire(cls: type[W], **fields: Any) -> W:

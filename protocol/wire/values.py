@@ -231,12 +231,15 @@ class Reason(StrEnum):
     TASK_HEALTH_CHECK_STATUS_UPDATED = "REASON_TASK_HEALTH_CHECK_STATUS_UPDATED"
 
 
+MAX_REFUSE_SECONDS = 365 * 24 * 3600.0  # a filter's longest, as Mesos's allocator caps it
+
+
 class Filters(Wire):
     """How long a framework does not want to see again what it declined (or left unused
     of an offer it accepted): the master does not offer that slave's resources to it for
     `refuse_seconds` (Mesos's Filters)."""
 
-    refuse_seconds: float = Field(default=5.0, ge=0, le=365 * 24 * 3600)
+    refuse_seconds: float = Field(default=5.0, ge=0, le=MAX_REFUSE_SECONDS)
     """Seconds the slave's resources are kept from this framework (0: offer them again at
     the next allocation round; at most a year). A revive_offers call clears every filter."""
 
