@@ -10,8 +10,9 @@ the wire, so a path is built only from checked segments.
 What lies in a sandbox is its task's to make, and the slave reads as root: a file is read
 only if it lies in that task's own sandbox once its links are followed (a symlink to
 another tenant's stdout reads nothing), is a regular file (a FIFO would hang the read),
-and belongs to the sandbox's owner (a hard link to a file of the slave's or of another
-user's, which the task itself could not read, reads nothing).
+and belongs to the sandbox's owner, with no other name (a hard link to a file of the
+slave's or of another user's, which the task itself could not read, reads nothing,
+whoever the sandbox's owner is: a launch that failed had left one root's, attack91).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _read(
             return answer
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != owner:
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != owner or st.st_nlink != 1:
                 answer.error = f"cannot read {msg.name}: not a file of the task's"
                 return answer
             answer.size = f.seek(0, 2)

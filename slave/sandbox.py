@@ -163,17 +163,22 @@ def hold_for_private_tmp(sandbox: Path, owner: TaskUser) -> dict[str, str]:
     checked."""
     os.chown(sandbox, 0, 0, follow_symlinks=False)
     os.chmod(sandbox, PRIVATE)
-    for name in PRIVATE_TMP:
-        path = sandbox / name
-        try:
-            os.mkdir(path, PRIVATE)
-            os.chown(path, owner.uid, owner.gid, follow_symlinks=False)
-        except FileExistsError:
-            st = os.lstat(path)
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != owner.uid:
-                raise OSError(
-                    f"the sandbox's {name} is not a directory of the task's user"
-                ) from None
+    try:
+        for name in PRIVATE_TMP:
+            path = sandbox / name
+            try:
+                os.mkdir(path, PRIVATE)
+                os.chown(path, owner.uid, owner.gid, follow_symlinks=False)
+            except FileExistsError:
+                st = os.lstat(path)
+                if not stat.S_ISDIR(st.st_mode) or st.st_uid != owner.uid:
+                    raise OSError(
+                        f"the sandbox's {name} is not a directory of the task's user"
+                    ) from None
+    except OSError:  # (the launch fails: the sandbox goes back to its user, else a
+        # root's sandbox would vouch for root's files in it, read as the task's: slave.files)
+        os.chown(sandbox, owner.uid, owner.gid, follow_symlinks=False)
+        raise
     return {"DRFMESOS_SANDBOX_OWNER": f"{owner.uid}:{owner.gid}"}
 
 
