@@ -23,6 +23,7 @@ from frameworks.calls import (
     acknowledgement,
     launch_checked,
     made_at_once,
+    offer_ids_listed,
     reconcile_calls,
     unauthenticated_principal,
 )
@@ -480,7 +481,7 @@ class SchedulerDriver:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call_bus()  # (subscribed, or DriverError)
-        ids = list(dict.fromkeys(offer_ids))
+        ids = offer_ids_listed(offer_ids, "decline_offers")
         missing = [o for o in ids if o not in self.offers]
         if missing:
             raise DriverError(f"offers {', '.join(missing)} are not outstanding")

@@ -74,6 +74,28 @@ async def test_a_framework_gets_offers_and_sees_its_task_run_then_finish(
             await driver.launch_tasks([fresh.offer_id], [too_big])
 
 
+async def test_one_offer_id_or_one_task_given_alone_is_refused_saying_so(
+    cluster: InProcess,
+) -> None:
+    """pymesos's `launchTasks(offer_id, tasks)` takes one offer id or a list; a newcomer
+    from pymesos who gave ours one id alone was told `offers o, -, 3, e, ... are not
+    outstanding` (its characters), and one task alone an AttributeError from inside the
+    driver. Each is refused saying what to write, and the offer stays usable."""
+    rec = Recorder()
+    async with framework(cluster, rec, "hasty") as driver:
+        await rec.wait(lambda: rec.offers)
+        offer = rec.offers[0]
+        task = build_task(offer, "t", Resources(cpus=0.5, mem=64), command="true", task_id="t1")
+        with pytest.raises(DriverError, match=r"a list of offer ids \(\[offer.offer_id\]\)"):
+            driver.launch_tasks(offer.offer_id, [task])
+        with pytest.raises(DriverError, match=r"a list of offer ids \(\[offer.offer_id\]\)"):
+            driver.decline_offers(offer.offer_id)
+        with pytest.raises(DriverError, match=r"a list of tasks \(\[task\]\)"):
+            driver.launch_tasks([offer.offer_id], task)  # type: ignore[arg-type]
+        driver.launch_tasks([offer.offer_id], [task])
+        await rec.wait(lambda: TaskState.FINISHED in rec.states("t1"))
+
+
 async def test_a_call_made_without_await_still_happens_and_stop_may_be_awaited(
     cluster: InProcess,
 ) -> None:
