@@ -29,7 +29,7 @@ from frameworks.calls import (
 )
 from frameworks.errors import DriverError
 from frameworks.framework_update import Updater, capabilities_of
-from frameworks.scheduler import Scheduler
+from frameworks.scheduler import Scheduler, callbacks_problem
 from frameworks.task_files import TaskFiles
 from frameworks.why import NO_OFFER_WARNING, NoOfferWatch, WhyAsker
 from protocol import logs
@@ -147,6 +147,8 @@ class SchedulerDriver:
 
         `weight`: leave it out. A role's weight is the operator's (`drfmesos weights`); a
         weight other than the configured one is refused at subscribe."""
+        if (problem := callbacks_problem(scheduler)) is not None:
+            raise DriverError(problem)
         self.scheduler = scheduler
         self.name = name
         if broker is None or isinstance(broker, str):

@@ -19,6 +19,7 @@ import pytest
 from cluster.local.launcher import Launcher
 from cluster.local.view import wait_state
 from frameworks import (
+    Driver,
     DriverError,
     Filters,
     Offer,
@@ -94,6 +95,32 @@ async def test_one_offer_id_or_one_task_given_alone_is_refused_saying_so(
             driver.launch_tasks([offer.offer_id], task)  # type: ignore[arg-type]
         driver.launch_tasks([offer.offer_id], [task])
         await rec.wait(lambda: TaskState.FINISHED in rec.states("t1"))
+
+
+def test_a_scheduler_written_as_for_pymesos_is_refused_at_once_saying_why() -> None:
+    """A pymesos habit carried over: a callback written `def` was called, and every call
+    failed inside the driver (`object NoneType can't be used in 'await' expression`, in
+    a log line); one named `resourceOffers` was never called, and its framework sat on
+    its offers in silence. The driver refuses either scheduler as it is made."""
+
+    class Plain(Scheduler):
+        def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:  # type: ignore[override]
+            pass
+
+    class Camel(Scheduler):
+        async def resourceOffers(self, driver: Driver, offers: list[Offer]) -> None:
+            pass
+
+    with pytest.raises(DriverError, match=r"Plain.resource_offers must be `async def`"):
+        SchedulerDriver(Plain(), name="plain")
+    with pytest.raises(DriverError, match=r"Camel defines resourceOffers.*resource_offers"):
+        SchedulerDriver(Camel(), name="camel")
+
+    class Both(Camel):  # a pymesos scheduler's method beside ours is its own business
+        async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
+            pass
+
+    SchedulerDriver(Both(), name="both")
 
 
 async def test_a_call_made_without_await_still_happens_and_stop_may_be_awaited(
