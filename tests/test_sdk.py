@@ -164,6 +164,32 @@ def test_a_driver_configures_no_logging_for_the_process() -> None:
     assert "not_shown" not in done.stderr
 
 
+def test_a_callbacks_traceback_is_printed_once_where_logging_is_left_alone() -> None:
+    """A framework author's bug in a callback is logged with its traceback; where the
+    program configured no logging, stdlib printed it under the line, and the line carried
+    it a second time, its newlines escaped (`exception='Traceback ...\\n  File ...'`)."""
+    program = """if True:
+        from frameworks import Scheduler, SchedulerDriver
+        driver = SchedulerDriver(Scheduler(), name="buggy")
+        try:
+            raise ValueError("my bug")
+        except ValueError:
+            driver.log.exception("framework.callback_failed", callback="resource_offers")
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("event='framework.callback_failed'")
+    assert "callback='resource_offers'" in lines[0]
+    assert "exc" not in lines[0]
+    assert lines[1] == "Traceback (most recent call last):"
+    assert done.stderr.count("Traceback") == 1
+    assert lines[-1] == "ValueError: my bug"
+
+
 async def test_decline_with_refuse_seconds_is_honoured(
     cluster: InProcess,
 ) -> None:
