@@ -106,7 +106,7 @@ class WebService(Scheduler):
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--broker", default="mqtt://127.0.0.1:1883")
     parser.add_argument("--secret-file", default=None)
     parser.add_argument("--ca", default=None)

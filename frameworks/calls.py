@@ -46,6 +46,15 @@ def acknowledgement(framework_id: str, status: TaskStatus) -> Acknowledge:
     )
 
 
+def offer_ids_listed(offer_ids: Iterable[str], call: str) -> list[str]:
+    """`offer_ids`, each once. One id given alone (pymesos's calls take one or a list) is
+    `DriverError` saying what to write: as an iterable of its characters, it was refused
+    character by character."""
+    if isinstance(offer_ids, str):
+        raise DriverError(f"{call} takes a list of offer ids ([offer.offer_id]), not one id")
+    return list(dict.fromkeys(offer_ids))
+
+
 def launch_checked(
     outstanding: dict[str, Offer],
     offer_ids: Iterable[str],
@@ -60,7 +69,9 @@ def launch_checked(
     (its new executor's resources and its tasks', all of it). Else `DriverError`, and
     nothing is sent (a silent drop would leave a framework waiting for tasks the master
     refused)."""
-    ids = list(dict.fromkeys(offer_ids))
+    ids = offer_ids_listed(offer_ids, "launch_tasks")
+    if isinstance(tasks, TaskInfo):  # (iterated, a pydantic model gives its fields)
+        raise DriverError("launch_tasks takes a list of tasks ([task]), not one task")
     if not ids:
         raise DriverError("launch_tasks needs at least one offer")
     missing = [o for o in ids if o not in outstanding]

@@ -23,12 +23,13 @@ from frameworks.calls import (
     acknowledgement,
     launch_checked,
     made_at_once,
+    offer_ids_listed,
     reconcile_calls,
     unauthenticated_principal,
 )
 from frameworks.errors import DriverError
 from frameworks.framework_update import Updater, capabilities_of
-from frameworks.scheduler import Scheduler
+from frameworks.scheduler import Scheduler, callbacks_problem
 from frameworks.task_files import TaskFiles
 from frameworks.why import NO_OFFER_WARNING, NoOfferWatch, WhyAsker
 from protocol import logs
@@ -146,6 +147,8 @@ class SchedulerDriver:
 
         `weight`: leave it out. A role's weight is the operator's (`drfmesos weights`); a
         weight other than the configured one is refused at subscribe."""
+        if (problem := callbacks_problem(scheduler)) is not None:
+            raise DriverError(problem)
         self.scheduler = scheduler
         self.name = name
         if broker is None or isinstance(broker, str):
@@ -480,7 +483,7 @@ class SchedulerDriver:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call_bus()  # (subscribed, or DriverError)
-        ids = list(dict.fromkeys(offer_ids))
+        ids = offer_ids_listed(offer_ids, "decline_offers")
         missing = [o for o in ids if o not in self.offers]
         if missing:
             raise DriverError(f"offers {', '.join(missing)} are not outstanding")

@@ -24,6 +24,7 @@ helpers that build tasks.
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from collections.abc import Iterable
 from typing import Literal, Protocol
@@ -170,6 +171,36 @@ class Scheduler:
         """The master refused something this framework sent; or removed the framework
         (torn down, failover timeout passed, refused at subscribe), after which the
         driver stops (`driver.removed` then says why)."""
+
+
+PYMESOS_NAMES = {
+    "resourceOffers": "resource_offers",
+    "offerRescinded": "offer_rescinded",
+    "statusUpdate": "status_update",
+    "frameworkMessage": "framework_message",
+    "slaveLost": "slave_lost",
+    "executorLost": "executor_lost",
+}
+"""pymesos's callbacks by our names: a scheduler written as for pymesos defines the first."""
+
+
+def callbacks_problem(scheduler: Scheduler) -> str | None:
+    """Why the driver could not call `scheduler`'s callbacks, or None: one written `def`
+    (it would fail at every call, inside the driver), or one named as pymesos names it
+    (`resourceOffers`) where ours (`resource_offers`) is not: it would never be called."""
+    kind = type(scheduler).__name__
+    for name in vars(Scheduler):
+        method = getattr(scheduler, name)
+        if not name.startswith("_") and not inspect.iscoroutinefunction(method):
+            return f"{kind}.{name} must be `async def`: the driver awaits each callback"
+    for camel, ours in PYMESOS_NAMES.items():
+        if hasattr(scheduler, camel) and getattr(type(scheduler), ours) is getattr(Scheduler, ours):
+            return (
+                f"{kind} defines {camel}, pymesos's name, which the driver never calls: "
+                f"name it {ours} (`async def`; a pymesos scheduler runs as it is against "
+                "the master's --http, docs/how-to/mesos.md)"
+            )
+    return None
 
 
 def build_task(

@@ -109,11 +109,22 @@ def _library_logger(name: str, ids: dict[str, Any]) -> Any:
         logging.getLogger(f"drfmesos.{name}"),
         processors=[
             structlog.stdlib.filter_by_level,
+            _traceback_by_stdlib,
             structlog.processors.format_exc_info,
             structlog.processors.KeyValueRenderer(key_order=["event"]),
         ],
         wrapper_class=structlog.stdlib.BoundLogger,
     ).bind(component=name, **ids)
+
+
+def _traceback_by_stdlib(
+    _logger: Any, method: str, fields: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """stdlib's `Logger.exception` prints the traceback under the line, as Python prints
+    one: the line need not carry it a second time, escaped into one field."""
+    if method == "exception":
+        fields.pop("exc_info", None)
+    return fields
 
 
 class _Logger:

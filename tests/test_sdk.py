@@ -19,6 +19,7 @@ import pytest
 from cluster.local.launcher import Launcher
 from cluster.local.view import wait_state
 from frameworks import (
+    Driver,
     DriverError,
     Filters,
     Offer,
@@ -74,6 +75,54 @@ async def test_a_framework_gets_offers_and_sees_its_task_run_then_finish(
             await driver.launch_tasks([fresh.offer_id], [too_big])
 
 
+async def test_one_offer_id_or_one_task_given_alone_is_refused_saying_so(
+    cluster: InProcess,
+) -> None:
+    """pymesos's `launchTasks(offer_id, tasks)` takes one offer id or a list; a newcomer
+    from pymesos who gave ours one id alone was told `offers o, -, 3, e, ... are not
+    outstanding` (its characters), and one task alone an AttributeError from inside the
+    driver. Each is refused saying what to write, and the offer stays usable."""
+    rec = Recorder()
+    async with framework(cluster, rec, "hasty") as driver:
+        await rec.wait(lambda: rec.offers)
+        offer = rec.offers[0]
+        task = build_task(offer, "t", Resources(cpus=0.5, mem=64), command="true", task_id="t1")
+        with pytest.raises(DriverError, match=r"a list of offer ids \(\[offer.offer_id\]\)"):
+            driver.launch_tasks(offer.offer_id, [task])
+        with pytest.raises(DriverError, match=r"a list of offer ids \(\[offer.offer_id\]\)"):
+            driver.decline_offers(offer.offer_id)
+        with pytest.raises(DriverError, match=r"a list of tasks \(\[task\]\)"):
+            driver.launch_tasks([offer.offer_id], task)  # type: ignore[arg-type]
+        driver.launch_tasks([offer.offer_id], [task])
+        await rec.wait(lambda: TaskState.FINISHED in rec.states("t1"))
+
+
+def test_a_scheduler_written_as_for_pymesos_is_refused_at_once_saying_why() -> None:
+    """A pymesos habit carried over: a callback written `def` was called, and every call
+    failed inside the driver (`object NoneType can't be used in 'await' expression`, in
+    a log line); one named `resourceOffers` was never called, and its framework sat on
+    its offers in silence. The driver refuses either scheduler as it is made."""
+
+    class Plain(Scheduler):
+        def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:  # type: ignore[override]
+            pass
+
+    class Camel(Scheduler):
+        async def resourceOffers(self, driver: Driver, offers: list[Offer]) -> None:
+            pass
+
+    with pytest.raises(DriverError, match=r"Plain.resource_offers must be `async def`"):
+        SchedulerDriver(Plain(), name="plain")
+    with pytest.raises(DriverError, match=r"Camel defines resourceOffers.*resource_offers"):
+        SchedulerDriver(Camel(), name="camel")
+
+    class Both(Camel):  # a pymesos scheduler's method beside ours is its own business
+        async def resource_offers(self, driver: Driver, offers: list[Offer]) -> None:
+            pass
+
+    SchedulerDriver(Both(), name="both")
+
+
 async def test_a_call_made_without_await_still_happens_and_stop_may_be_awaited(
     cluster: InProcess,
 ) -> None:
@@ -113,6 +162,32 @@ def test_a_driver_configures_no_logging_for_the_process() -> None:
     assert "driver.shown" in done.stderr
     assert "n=1" in done.stderr
     assert "not_shown" not in done.stderr
+
+
+def test_a_callbacks_traceback_is_printed_once_where_logging_is_left_alone() -> None:
+    """A framework author's bug in a callback is logged with its traceback; where the
+    program configured no logging, stdlib printed it under the line, and the line carried
+    it a second time, its newlines escaped (`exception='Traceback ...\\n  File ...'`)."""
+    program = """if True:
+        from frameworks import Scheduler, SchedulerDriver
+        driver = SchedulerDriver(Scheduler(), name="buggy")
+        try:
+            raise ValueError("my bug")
+        except ValueError:
+            driver.log.exception("framework.callback_failed", callback="resource_offers")
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("event='framework.callback_failed'")
+    assert "callback='resource_offers'" in lines[0]
+    assert "exc" not in lines[0]
+    assert lines[1] == "Traceback (most recent call last):"
+    assert done.stderr.count("Traceback") == 1
+    assert lines[-1] == "ValueError: my bug"
 
 
 async def test_decline_with_refuse_seconds_is_honoured(
