@@ -527,7 +527,10 @@ class SchedulerDriver:
 
     def _own_roles(self, roles: Iterable[str], about: str) -> list[str]:
         """`roles`, if each is this framework's (else `DriverError`: the master would
-        refuse the call whole, as Mesos answers it 400)."""
+        refuse the call whole, as Mesos answers it 400). One role given alone is refused
+        saying so (as its characters, it read as roles named "e", "n", "g")."""
+        if isinstance(roles, str):
+            raise DriverError(f"{about} takes a list of roles ([{roles!r}]), not one role")
         roles, mine = list(roles), self._all_roles()
         others = sorted(set(roles) - set(mine))
         if others:
@@ -648,6 +651,8 @@ class SchedulerDriver:
         if self._stopped.is_set():
             raise DriverError("the driver is stopped")
         self._call_bus()  # (not subscribed: DriverError)
+        if isinstance(roles, str):
+            raise DriverError(f"update_framework takes a list of roles ([{roles!r}]), not one")
         new_roles = self.roles if roles is None else list(roles)
         if new_roles is not None and self.roles is None:
             raise DriverError("update_framework: roles are a MULTI_ROLE framework's")

@@ -93,6 +93,9 @@ async def test_one_offer_id_or_one_task_given_alone_is_refused_saying_so(
             driver.decline_offers(offer.offer_id)
         with pytest.raises(DriverError, match=r"a list of tasks \(\[task\]\)"):
             driver.launch_tasks([offer.offer_id], task)  # type: ignore[arg-type]
+        for call in (driver.revive_offers, driver.suppress_offers):  # (one role alone too)
+            with pytest.raises(DriverError, match=r"a list of roles \(\['\*'\]\)"):
+                call("*")
         driver.launch_tasks([offer.offer_id], [task])
         await rec.wait(lambda: TaskState.FINISHED in rec.states("t1"))
 
