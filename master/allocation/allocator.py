@@ -245,14 +245,18 @@ class Allocator:
         for role, client in self.clients.replace(framework_id, roles).items():
             self._add_client(client, role, active, arrival)
 
-    def set_min_allocatable(self, framework_id: str, minimum: list[Resources] | None) -> None:
+    def set_min_allocatable(
+        self, framework_id: str, minimum: list[Resources] | None, roles: Sequence[str] = ()
+    ) -> None:
         """Offer this framework a slave only if its free resources hold one of `minimum`
         (Mesos 1.10's offer_filters): no offers it can only decline. They replace the
-        master's minimum for it: [] is anything, None the master's minimum again."""
+        master's minimum for it: [] is anything, None the master's minimum again. A
+        multi-role framework's in `roles` (none: in every role), as Mesos keeps them by
+        role."""
         new = None if minimum is None else [dict(r.millis) for r in minimum if r]
         # (who refuses which slave stands: a minimum is asked of the one a round names)
         self._largest.changed = True  # (asked again before the next round: `hopeless`)
-        for fw in self._books(framework_id):
+        for fw in self._books(framework_id, roles):
             old, fw.min_allocatable = fw.min_allocatable, new
             self._own_floors += (new is not None) - (old is not None)
             self._floor_stale = True

@@ -8,7 +8,9 @@
   running tasks run on, and what they give back is not offered to it again until it is
   under its limit.
 - A *guarantee* is what a role gets before anyone else gets more than their own
-  guarantee: roles below their guarantee are served first, and resources they still need
+  guarantee: roles below their guarantee are served first (on a slave with some of what
+  they lack; in that offer they burst past it up to their limit while every unmet
+  guarantee stays free, as Mesos 1.9's first stage), and resources they still need
   are held back (the headroom) from offers to everybody else, so that no offer makes a
   satisfiable guarantee unsatisfiable. A guarantee larger than the cluster is accepted and
   reported as unsatisfiable; it does not stop anything.

@@ -124,25 +124,32 @@ class QuotaStage:
         return {k: v for k, v in lack.items() if v > 0}
 
     def up_to_guarantee(self, role: str, short: set[str], free: Millis) -> Millis:
-        """An offer in the quota stage. Of the resources the role still lacks, up to its
-        unmet guarantee (the smallest gap among the short nodes on its path), under its
-        limits only: a guarantee is given unconditionally, as in Mesos, even when the
-        cluster is overcommitted by guarantees, so others' headroom does not cut it. The
-        other resources of the slave come along, as a task needs them too, under its
-        limits and leaving others' headroom alone."""
-        offerable = self.offerable(role, free)
+        """An offer in the quota stage, as Mesos 1.9's first stage makes it. Of the
+        resources the role still lacks, up to its unmet guarantee (the smallest gap among
+        the short nodes on its path), under its limits only: a guarantee is given
+        unconditionally, as in Mesos, even when the cluster is overcommitted by
+        guarantees, so others' headroom does not cut it. Past its guarantee the role
+        bursts, in the same offer, up to its limits while every unmet guarantee (its own
+        too) stays free; the other resources of the slave come along, as a task needs
+        them too, under its limits and leaving others' headroom alone. Nothing (the
+        slave is left to the fair order) where the slave has none of what it lacks."""
         lacks: Millis = {}
         for node in self.path(role):
             if node in short:
                 for name, lack in self.lack(node).items():
                     lacks[name] = min(lacks.get(name, lack), lack)
         if not lacks:
-            return offerable
+            return self.offerable(role, free)
         limited = self.offerable(role, free, headroom=False)
+        toward = {name: min(limited[name], lack) for name, lack in lacks.items() if name in limited}
+        if not toward:
+            return {}  # no progress towards its guarantee here (Mesos skips the slave)
+        offerable = self.offerable(role, free)
+        unreserved, held_back = self._unreserved(), self._headroom(set())  # (its own too)
         out = dict(offerable)
-        for name, lack in lacks.items():
-            if name in limited:
-                out[name] = min(limited[name], lack)
+        for name, given in toward.items():
+            surplus = max(0, unreserved.get(name, 0) - held_back.get(name, 0))
+            out[name] = min(limited[name], given + surplus)
         out = {k: v for k, v in out.items() if v > 0}
         if allocatable(out):
             return out
@@ -165,12 +172,17 @@ class QuotaStage:
         ]
         if not headroom:
             return cap_offer(free, limits, {}, {})
+        return cap_offer(free, limits, self._headroom(mine), self._unreserved())
+
+    def _unreserved(self) -> Millis:
+        """The cluster's unreserved resources free where they can be offered (Mesos's
+        available headroom): its total less what is allocated, idle reservations and
+        what is free on slaves out of the offers."""
         reserved, away = self._idle.all, self.out_of_offers
-        unreserved = {
+        return {
             k: v - self._allocated.get(k, 0) - reserved.get(k, 0) - away.get(k, 0)
             for k, v in self._total.items()
         }
-        return cap_offer(free, limits, self._headroom(mine), unreserved)
 
     def _holds_headroom(self, node: str) -> bool:
         """Whether `node`'s unmet guarantee is held back from others: always (`all`, as

@@ -258,9 +258,18 @@ class Subscriptions:
             self.cycle.unsuppress(fid, on)
 
     def set_offer_filters(self, framework_id: str, filters: OfferFilters | None) -> None:
-        # its own replace the master's minimum ([]: anything); none, the master's
-        minimum = filters.min_allocatable if filters else None
-        self.cycle.set_offer_filters(framework_id, minimum)
+        # its own replace the master's minimum ([]: anything); none, the master's; a
+        # multi-role framework's by role, each in its role (Mesos's map), the master's
+        # in a role not named
+        if filters is None or filters.by_role is None:
+            minimum = filters.min_allocatable if filters else None
+            self.cycle.set_offer_filters(framework_id, minimum)
+            return
+        self.cycle.set_offer_filters(framework_id, None)
+        mine = self.allocator.clients.roles(framework_id) or ()
+        for role, minimum in filters.by_role.items():
+            if role in mine:  # (a role not its own filters nothing, as in Mesos)
+                self.cycle.set_offer_filters(framework_id, minimum, [role])
 
     def set_capabilities(self, fw: Framework, capabilities: list[FrameworkCapability]) -> None:
         """What it hears and is offered, as its capabilities say (replaced each time)."""

@@ -163,12 +163,14 @@ class OfferCycle:
         TIMED_OUT_REFUSE again."""
         self._timed_out.pop(framework_id, None)
 
-    def set_offer_filters(self, framework_id: str, minimum: list[Resources] | None) -> None:
+    def set_offer_filters(
+        self, framework_id: str, minimum: list[Resources] | None, roles: Sequence[str] = ()
+    ) -> None:
         """What a framework's offers must hold at least one of (Mesos's
         `min_allocatable_resources`), in place of the master's minimum: [] anything,
-        None the master's minimum again."""
+        None the master's minimum again; a multi-role framework's in `roles` (none: all)."""
         self._smallest.pop(framework_id, None)
-        self.allocator.set_min_allocatable(framework_id, minimum)
+        self.allocator.set_min_allocatable(framework_id, minimum, roles)
 
     # -- suppress and revive -------------------------------------------------------------------
     def suppress(self, framework_id: str, roles: Sequence[str] = ()) -> None:

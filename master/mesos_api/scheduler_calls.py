@@ -210,12 +210,15 @@ def _framework_fields(info: Mapping[str, Any], principal: str, default_role: str
         raise SchedulerCallError("framework_info.roles: a list of role names")
     if len(roles) != 1 and not multi:
         raise SchedulerCallError("framework_info.roles: several roles need MULTI_ROLE")
-    filters = info.get("offer_filters")  # (by role: the first role's that has one)
-    minimum = next(
-        (m for r in roles if (m := mj.min_allocatable_from_mesos(filters, r)) is not None), None
-    )
+    filters = info.get("offer_filters")  # (by role: each role's own)
+    by_role = {r: m for r in roles if (m := mj.min_allocatable_from_mesos(filters, r)) is not None}
+    offer_filters = None
+    if multi and by_role:
+        offer_filters = _wire(OfferFilters, by_role=by_role)
+    elif by_role:
+        offer_filters = _wire(OfferFilters, min_allocatable=by_role[roles[0]])
     return {
-        "offer_filters": None if minimum is None else _wire(OfferFilters, min_allocatable=minimum),
+        "offer_filters": offer_filters,
         "name": info.get("name") or "mesos-framework",
         "role": "*" if multi else roles[0],
         "roles": roles if multi else None,

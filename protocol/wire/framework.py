@@ -38,6 +38,10 @@ class OfferFilters(Wire):
     the slave's free resources hold at least one of `min_allocatable` (none: anything)."""
 
     min_allocatable: list[Resources] = Field(default_factory=list, max_length=20)
+    # a multi-role framework's by role, as Mesos's map (a Mesos framework's): each role
+    # named takes its own ([]: anything), a role not named the master's minimum, and
+    # `min_allocatable` is not read; None: `min_allocatable` in every role
+    by_role: dict[str, list[Resources]] | None = Field(default=None, max_length=MAX_ROLES)
 
 
 class Subscribe(Wire):
