@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
@@ -33,15 +33,20 @@ from protocol.wire.values import (
 # --- framework -> master (calls) ---------------------------------------------------------
 
 
+MOST_FILTERS = 20  # offer filters a framework sets (in one role): each round reads them all
+
+
 class OfferFilters(Wire):
     """What a framework can use (Mesos 1.10's offer_filters): it is offered a slave only if
     the slave's free resources hold at least one of `min_allocatable` (none: anything)."""
 
-    min_allocatable: list[Resources] = Field(default_factory=list, max_length=20)
+    min_allocatable: list[Resources] = Field(default_factory=list, max_length=MOST_FILTERS)
     # a multi-role framework's by role, as Mesos's map (a Mesos framework's): each role
     # named takes its own ([]: anything), a role not named the master's minimum, and
     # `min_allocatable` is not read; None: `min_allocatable` in every role
-    by_role: dict[str, list[Resources]] | None = Field(default=None, max_length=MAX_ROLES)
+    by_role: dict[str, Annotated[list[Resources], Field(max_length=MOST_FILTERS)]] | None = Field(
+        default=None, max_length=MAX_ROLES
+    )
 
 
 class Subscribe(Wire):
