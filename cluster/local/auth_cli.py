@@ -139,6 +139,27 @@ def revoke(directory: Path, name: str, operation: str) -> None:
     click.echo(f"{name} may no longer {operation}")
 
 
+@auth.command("rotate")
+@store_dir
+@click.argument("name")
+@click.option(
+    "--secret-file",
+    is_flag=True,
+    help="Keep the new secret in DIRECTORY/secrets/NAME (mode 0600), for --secret-file "
+    "(without it, the old one kept there is deleted).",
+)
+def rotate(directory: Path, name: str, secret_file: bool) -> None:
+    """Give a principal a new secret (a leaked one's remedy), the last line printed; its
+    kind, roles and grants stay. Its connections made with the old secret are ended
+    within 2 s, and reconnect only with the new one."""
+    try:
+        secret = Store.open(directory).rotate(name, keep_secret=secret_file)
+    except CredentialsError as e:
+        raise _fail(e) from None
+    click.echo(f"a new secret for {name}; the old one no longer works:", err=True)
+    click.echo(secret)
+
+
 @auth.command("remove")
 @store_dir
 @click.argument("name")

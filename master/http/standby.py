@@ -1,5 +1,6 @@
-"""What a standby master serves: `/health`, `/metrics` and `/master/redirect`; any other
-GET is sent on to the leader (307, as a Mesos master not leading does).
+"""What a standby master serves: `/health`, `/metrics`, and Mesos's `/master/redirect`
+and `/metrics/snapshot` (master.mesos_api.doors); any other GET is sent on to the leader
+(307, as a Mesos master not leading does).
 
 A standby holds no books, so it answers only that it is alive, that it does not lead
 (`elected` 0, as Mesos's master/elected) and who does, so that a tool can tell a standby

@@ -52,12 +52,20 @@ def master_side(master: Master) -> MasterSide:
 
 def standby_mesos_routes(leader: Callable[[], Awaitable[str]]) -> list[web.RouteDef]:
     """A standby's answers to Mesos's clients: 307 to the leader (scheduler calls and
-    /master/redirect), and /version."""
+    /master/redirect), /version, and its own /metrics/snapshot (`master/elected` 0, as
+    Mesos's standbys answer it: sent on to the leader, it read 1 from every master)."""
 
     async def redirect(_request: web.Request) -> web.StreamResponse:
         return redirect_to(await leader())
 
-    return [web.get(path, redirect) for path in paths("redirect")] + standby_routes(leader)
+    async def snapshot(_request: web.Request) -> web.StreamResponse:
+        return web.json_response({"master/elected": 0.0})
+
+    return [
+        *(web.get(path, redirect) for path in paths("redirect")),
+        *(web.get(path, snapshot) for path in ("/metrics/snapshot", "/metrics/snapshot/")),
+        *standby_routes(leader),
+    ]
 
 
 STANDBY_PUBLIC_PATHS = SELF_AUTHENTICATED

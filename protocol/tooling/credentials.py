@@ -300,6 +300,20 @@ class Store:
         self.save({**self.principals, name: changed})
         return changed
 
+    def rotate(self, name: str, *, keep_secret: bool = False) -> str:
+        """Give principal `name` a new secret and return it; its kind, roles and grants
+        stay (`remove` then `add` dropped its grants). What connected with the old one is
+        ended by the brokers and refused by the master's HTTP API, as for a removal."""
+        if name not in self.principals:
+            raise CredentialsError(f"no principal {name!r} in {self.path}")
+        secret = new_secret()
+        self.save(self.principals, {**self._hashes(), name: hash_secret(secret)})
+        if keep_secret:
+            write_private(self.secret_file(name), secret + "\n")
+        else:  # (the old one there works no more)
+            self.secret_file(name).unlink(missing_ok=True)
+        return secret
+
     def remove(self, name: str) -> None:
         if name not in self.principals:
             raise CredentialsError(f"no principal {name!r} in {self.path}")
