@@ -16,6 +16,7 @@ with the field named.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -130,6 +131,40 @@ def save_roles(path: Path, roles: RolesFile) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(dump_roles(roles))
     tmp.replace(path)
+
+
+class RolesFileKeeper:
+    """The roles file as the master keeps it: written whole after each change operators
+    make at run time. The master reads it once, at its start, so an edit by hand while it
+    runs is not applied; the next write had erased it without a word (newcomer91). Now
+    what the file holds then, if it is not what the master last read or wrote there, is
+    kept beside it first (`<name>.edited-<UTC time>`), for its writer to see."""
+
+    def __init__(self, path: Path, loaded: RolesFile) -> None:
+        self.path = path
+        self.on_disk = loaded.model_copy(deep=True)  # (what the file holds, as the master knows)
+
+    def save(self, roles: RolesFile) -> Path | None:
+        """Write `roles`; where an edit made meanwhile is kept, if there was one. (Blocking:
+        in a thread.)"""
+        aside = None
+        try:
+            text = self.path.read_text()
+        except OSError:
+            text = None  # (gone: nothing to keep)
+        if text is not None and self._edited(text):
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            aside = self.path.with_name(f"{self.path.name}.edited-{stamp}")
+            aside.write_text(text)
+        save_roles(self.path, roles)
+        self.on_disk = roles.model_copy(deep=True)
+        return aside
+
+    def _edited(self, text: str) -> bool:
+        try:
+            return parse_roles(text, str(self.path)) != self.on_disk
+        except RolesError:
+            return True  # (an edit that does not even parse is kept too)
 
 
 def schema() -> dict[str, Any]:

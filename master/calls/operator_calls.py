@@ -20,8 +20,8 @@ from master.roles_file import (
     NO_DEFAULT_QUOTA,
     QuotaSpec,
     RolesFile,
+    RolesFileKeeper,
     RoleSpec,
-    save_roles,
 )
 from protocol.wire.codec import describe_validation
 from protocol.wire.messages import SetQuota, SetQuotas, SetWeights, WatchEvents, Watching
@@ -29,8 +29,9 @@ from protocol.wire.messages import SetQuota, SetQuotas, SetWeights, WatchEvents,
 
 class OperatorCalls:
     """Constructed with the allocator they change, the registry they record in, the roles
-    file they keep up to date (`roles`, written back to `roles_path` if there is one),
-    and the outbox through which they refuse and say what they did."""
+    file they keep up to date (`roles`, written back to `roles_path` if there is one, by
+    a `RolesFileKeeper`), and the outbox through which they refuse and say what they
+    did."""
 
     def __init__(
         self,
@@ -44,7 +45,8 @@ class OperatorCalls:
         log: Any,
     ) -> None:
         self.allocator, self.recorder, self.outbox = allocator, recorder, outbox
-        self.roles, self.roles_path = roles, roles_path
+        self.roles = roles
+        self.roles_file = None if roles_path is None else RolesFileKeeper(roles_path, roles)
         self.request_round, self.log = request_round, log
 
     async def on_set_quota(self, msg: SetQuota, caller: Caller) -> None:
@@ -80,9 +82,24 @@ class OperatorCalls:
             return  # (refused, saying so: nothing of it in the registry, nor here)
         for msg in asked:
             self._quota_set(msg, specs[msg.role], caller)
-        if self.roles_path is not None:  # kept in the roles file, as the issue of record
-            await asyncio.to_thread(save_roles, self.roles_path, self.roles)
+        await self._save_roles()
         self.request_round()
+
+    async def _save_roles(self) -> None:
+        """The roles file written anew, as the issue of record; an edit made by hand since
+        is kept beside it, and said (the master reads the file only at its start)."""
+        if self.roles_file is None:
+            return
+        aside = await asyncio.to_thread(self.roles_file.save, self.roles)
+        if aside is not None:
+            self.log.warning(
+                "roles.file_edited",
+                path=str(self.roles_file.path),
+                kept=str(aside),
+                detail="the roles file was edited while the master ran: the master reads it "
+                "only at its start (drfmesos weights set / quota set change roles at run "
+                "time); the edit is kept beside it",
+            )
 
     def _quota_set(self, msg: SetQuota, spec: QuotaSpec | None, caller: Caller) -> None:
         """A role's quota, recorded, takes effect (None: cleared)."""
@@ -124,8 +141,7 @@ class OperatorCalls:
             self.allocator.roles.set_weight(role, weight)
             current = self.roles.roles.get(role) or RoleSpec()
             self.roles.roles[role] = current.model_copy(update={"weight": weight})
-        if self.roles_path is not None:  # kept in the roles file, as the issue of record
-            await asyncio.to_thread(save_roles, self.roles_path, self.roles)
+        await self._save_roles()
         detail = ",".join(f"{role}={weight:g}" for role, weight in sorted(msg.weights.items()))
         self.log.info("weights.set", by=caller.principal, weights=detail)
         self.outbox.emit("weights", detail=detail)
