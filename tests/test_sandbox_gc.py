@@ -5,6 +5,7 @@ never followed, nesting deeper than the descriptors it holds, a slave restarted)
 from __future__ import annotations
 
 import asyncio
+import gc as pygc
 import os
 import threading
 import time
@@ -251,9 +252,15 @@ async def test_thousands_of_sandboxes_go_off_the_loop(tmp_path: Path) -> None:
                 os.close(os.open(f"{sandbox}/{name}", os.O_CREAT | os.O_WRONLY))
             os.utime(sandbox, (old, old))
     gc = collector(tmp_path)
-    with longest_step() as longest:
-        await gc.once()
+    collecting = pygc.isenabled()
+    pygc.disable()  # (a generation-2 collection, the process's, may fall in any step)
+    try:
+        with longest_step() as longest:
+            await gc.once()
+    finally:
+        if collecting:
+            pygc.enable()
     assert gc.removed == 2_000
     assert os.listdir(sandboxes) == [TRASH]
     assert os.listdir(sandboxes / TRASH) == []
-    assert longest[0] < 0.1, longest[0]  # (the plan of 2,000, on a loaded machine)
+    assert longest[0] < 0.05, longest[0]  # (the plan of 2,000: 2 ms; on a loaded machine)
