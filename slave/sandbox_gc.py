@@ -37,7 +37,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,19 +155,32 @@ class SandboxGC:
         executors: Mapping[Key, Any],
         log: Any,
     ) -> None:
-        self.work_dir, self.root = work_dir, work_dir / "sandboxes"
-        self.trash = self.root / TRASH
-        self.delay, self.interval, self.headroom = delay, interval, headroom
+        self.work_dir, self.delay, self.interval = work_dir, delay, interval
+        self.headroom = headroom
         self.tasks, self.executors, self.log = tasks, executors, log
         self.removed = 0  # sandboxes removed since the slave started
         self.kept = delay  # the age kept at the last look
-        self._claimed: set[str] = set()
-        self._released = asyncio.Event()
-        self._seen: set[Key] = set()  # live at the last look
-        self._ended: dict[Key, float] = {}  # seen ending: their mtime to set
-        self._stop = threading.Event()
+        self._claimed: Collection[str] = ()  # frameworks whose sandboxes are being renamed
+        # (the rest is made by `run`: a fleet's 100,000 simulated slaves never run it)
+        self._released: asyncio.Event
+        self._stop: threading.Event
+        self._seen: set[Key]  # live at the last look
+        self._ended: dict[Key, float]  # seen ending: their mtime to set
+        self._names: Iterator[int]
+        self._logged: set[str]  # what stays in the trash, said once
+        self._made = False
+        self.root: Path
+        self.trash: Path
+
+    def _ready(self) -> None:
+        if self._made:
+            return
+        self._made = True
+        self.root = self.work_dir / "sandboxes"
+        self.trash = self.root / TRASH
+        self._released, self._stop = asyncio.Event(), threading.Event()
+        self._seen, self._ended, self._logged = set(), {}, set()
         self._names = itertools.count()
-        self._logged: set[str] = set()  # what stays in the trash, said once
 
     async def claimed(self, framework_id: str) -> None:
         while framework_id in self._claimed:
@@ -175,6 +188,7 @@ class SandboxGC:
             await self._released.wait()
 
     async def run(self) -> None:
+        self._ready()
         try:
             while True:
                 next_at = await self.once()
@@ -187,6 +201,7 @@ class SandboxGC:
 
     async def once(self) -> float | None:
         """One look, and what it found due removed: when the next falls due."""
+        self._ready()
         look = await _in_thread(self._look)
         # (from here to the claim, no await: a task launched after this finds its
         # framework claimed and waits)
@@ -213,7 +228,7 @@ class SandboxGC:
         try:
             taken = await _in_thread(self._take, p.due, p.empty, may_empty, touch, (now, look.used))
         finally:
-            self._claimed = set()
+            self._claimed = ()
             self._released.set()
         for key in touch:
             self._ended.pop(key, None)
