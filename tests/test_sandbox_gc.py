@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import gc as pygc
 import os
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -264,3 +266,36 @@ async def test_thousands_of_sandboxes_go_off_the_loop(tmp_path: Path) -> None:
     assert os.listdir(sandboxes) == [TRASH]
     assert os.listdir(sandboxes / TRASH) == []
     assert longest[0] < 0.05, longest[0]  # (the plan of 2,000: 2 ms; on a loaded machine)
+
+
+@pytest.fixture
+def mounted(tmp_path: Path) -> Iterator[Path]:
+    """An ended sandbox with a tmpfs mounted in its `tmp/data` (a file `kept` in it)
+    until the test unmounts it: the mount point."""
+    sandbox = make_sandbox(tmp_path, "f1", "t", 1_000)
+    mount = sandbox / "tmp" / "data"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "none", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount here: {done.stderr.decode().strip()}")
+    try:
+        (mount / "kept").write_text("kept\n")
+        ended(sandbox, 1_000)
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
+
+
+async def test_a_sandbox_with_a_mount_under_it_is_left_alone(tmp_path: Path, mounted: Path) -> None:
+    """Something mounted in a sandbox in the slave's namespace (a volume bound there by
+    hand, say): the sandbox stays, and so does every file of the mount; unmounted, it
+    goes."""
+    gc = collector(tmp_path)
+    await gc.once()
+    assert (mounted / "kept").read_text() == "kept\n"
+    sandbox = mounted.parent.parent
+    assert (sandbox / "stdout").exists()
+    assert gc.removed == 0
+    await asyncio.to_thread(subprocess.run, ["umount", str(mounted)], check=True)
+    await gc.once()
+    assert not sandbox.exists()
