@@ -344,6 +344,32 @@ def bad_parameter(option: str) -> Iterator[None]:
     "fail (REASON_EXECUTOR_REGISTRATION_TIMEOUT; Mesos's --executor_registration_timeout); "
     "0: no bound.",
 )
+@click.option(
+    "--gc-delay",
+    type=click.FloatRange(min=0),
+    default=7 * 24 * 3600.0,
+    show_default=True,
+    help="Seconds an ended task's or executor's sandbox is kept, the disk empty (a week; "
+    "Mesos's --gc_delay): less as the disk fills (--gc-disk-headroom). A live task's or "
+    "executor's is never removed, nor are persistent volumes.",
+)
+@click.option(
+    "--disk-watch-interval",
+    type=click.FloatRange(min=0.01),
+    default=60.0,
+    show_default=True,
+    help="Seconds between looks at the work dir's disk and its sandboxes (Mesos's "
+    "--disk_watch_interval).",
+)
+@click.option(
+    "--gc-disk-headroom",
+    type=click.FloatRange(0, 1),
+    default=0.1,
+    show_default=True,
+    help="An ended sandbox is kept --gc-delay x max(0, 1 - this - the disk's used "
+    "fraction): at a disk (1 - this) full, every ended sandbox goes (Mesos's "
+    "--gc_disk_headroom).",
+)
 @log_level_option
 def slave(
     broker: str,
@@ -376,6 +402,9 @@ def slave(
     task_env: tuple[str, ...],
     executor_secret_key: Path | None,
     executor_registration_timeout: float,
+    gc_delay: float,
+    disk_watch_interval: float,
+    gc_disk_headroom: float,
 ) -> None:
     """Run a slave: register with the master, run tasks, report their status."""
     from protocol.tooling.cli import run_party
@@ -447,6 +476,9 @@ def slave(
                     task_env=env,
                     executor_secret_key=executor_secret_key,
                     executor_registration_timeout=executor_registration_timeout,
+                    gc_delay=gc_delay,
+                    disk_watch_interval=disk_watch_interval,
+                    gc_disk_headroom=gc_disk_headroom,
                 )
             )
         await run_slaves(url, cluster, configs)

@@ -73,6 +73,11 @@ class SlaveConfig:
     executor_registration_timeout: float = 60.0
     # signs executors' tokens (slave.executor_tokens); None: a key of its own, made once
     executor_secret_key: Path | None = None
+    # ended tasks' and executors' sandboxes go this many seconds after their end, less
+    # as the disk fills, looked at every `disk_watch_interval` (slave.sandbox_gc)
+    gc_delay: float = 7 * 24 * 3600.0
+    disk_watch_interval: float = 60.0
+    gc_disk_headroom: float = 0.1
 
     def __post_init__(self) -> None:
         self.resources = with_counts(self.resources, self.discrete, "--resources")

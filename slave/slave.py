@@ -87,6 +87,7 @@ from slave.recovery import recover
 from slave.registrations import Registrations
 from slave.reports import TaskReports
 from slave.runners import Limit, SimulatedRunner
+from slave.sandbox_gc import SandboxGC
 from slave.task_groups import TaskGroups
 from slave.tenancy import Tenancy, start_tenancy
 from slave.updates import OwedUpdates
@@ -182,6 +183,10 @@ class Slave:
             registration_timeout=self.config.executor_registration_timeout,
         )  # fmt: skip
         self.executors = self.custom.executors
+        self.sandbox_gc = SandboxGC(  # ended tasks' and executors' sandboxes removed
+            config.work_dir, config.gc_delay, config.disk_watch_interval,
+            config.gc_disk_headroom, self.tasks, self.executors, self.log,
+        )  # fmt: skip
         self.groups = TaskGroups()  # task groups' executors, which the slave plays
         self._checks = LaunchChecks(  # (what it checks of every task it runs)
             self.config.discrete,
@@ -291,6 +296,7 @@ class Slave:
                 self.isolator, self.registered, self.config.usage_interval,
             )  # fmt: skip
             self._loops.append(asyncio.create_task(usage, name=f"usage-{self.slave_id}"))
+            self._loops.append(asyncio.create_task(self.sandbox_gc.run(), name="sandbox-gc"))
         if not self.config.simulated_tasks and self.config.holds_ports:
             users = self.tenancy.users  # (a user a principal: strays say whose they are)
             strays = Strays(self.tasks, self.custom.executors, users) if users else None
@@ -618,6 +624,7 @@ class Slave:
     async def _start(self, msg: RunTask, record: TaskRecord) -> None:
         """Start a task; whatever keeps it from starting ends it TASK_FAILED, saying why."""
         try:
+            await self.sandbox_gc.claimed(msg.framework_id)  # (its old sandbox renamed away)
             await self.owners.own(msg.framework_id, msg.principal)
             await self._start_runner(msg, record)
         except (OSError, ValueError) as e:

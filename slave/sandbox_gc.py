@@ -1,0 +1,496 @@
+"""Sandboxes removed once their tasks and executors have ended a while: Mesos's agent
+garbage collector (`--gc_delay`, `--disk_watch_interval`, `--gc_disk_headroom`).
+
+The policy (pure, `plan`): a sandbox of no live task and no live executor goes once it
+ended `age_kept` ago: the slave's `gc_delay` while the disk of its work dir is empty,
+shorter as it fills, `gc_delay * max(0, 1 - headroom - used)` (Mesos's own sum), so at a
+disk `1 - headroom` full every ended sandbox goes. A framework's directory goes once
+empty, with nothing of its live. A live task's sandbox, a live executor's, and the
+executor sandbox a live task names are never due.
+
+The shell (`SandboxGC`), every `interval` (sooner when a sandbox falls due): one look at
+`sandboxes/` and the disk in a thread, the plan on the loop, then in a thread again
+each due sandbox renamed into `sandboxes/gc trash/` (one rename: the task id is free
+again at once; no framework id holds a space) and that emptied, a little at a time.
+Nothing runs on the event loop but the plan. A sandbox's end is its directory's mtime:
+the shell sets it (as the end it saw) when a task or executor it saw live is live no
+more, so a restarted slave keeps each for what is left of its delay (the ones it did
+not recover included, as a Mesos agent schedules them anew).
+
+What lies in a sandbox is its task's: a removal never follows a symlink (it goes, not
+what it names), never enters another file system or a sandbox with anything mounted
+under it, and opens each directory from its parent's descriptor, so a part swapped for
+a symlink meanwhile is removed, never followed. Persistent volumes live elsewhere
+(`volumes/`) and are reached from a sandbox only through such a symlink or a mount: never
+touched. A directory nested deeper than MAX_DEPTH is moved up to the top of
+the trash and emptied from there, so that no tenant's nesting costs more than
+MAX_DEPTH descriptors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import itertools
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from slave.paths import ESCAPED, EXECUTOR, executor_sandbox_name, task_sandbox_name
+
+Key = tuple[str, str]  # (framework id, the sandbox's name in its framework's directory)
+T = TypeVar("T")
+
+TRASH = "gc trash"  # in sandboxes/ (no framework id holds a space): being removed, 0700
+MAX_DEPTH = 64  # directories held open at once, at most, while emptying one
+STEP = 0.2  # seconds of removal in one thread hop: another slave's look waits no longer
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+# -- the policy ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sandbox:
+    framework_id: str
+    name: str
+    ended: float  # when its task or executor ended (wall clock: its directory's mtime)
+
+
+@dataclass(frozen=True)
+class Plan:
+    due: list[Sandbox]  # to go now
+    empty: list[str]  # frameworks whose empty directories go
+    next_at: float | None  # when the next of those kept falls due, at this age kept
+
+
+def age_kept(delay: float, headroom: float, used: float) -> float:
+    """How long an ended sandbox is kept, the disk `used` (0-1) full: Mesos's
+    `gc_delay * max(0, 1 - gc_disk_headroom - usage)`."""
+    return delay * max(0.0, 1.0 - headroom - used)
+
+
+def plan(
+    sandboxes: Iterable[Sandbox],
+    empty: Iterable[str],
+    live: Collection[Key],
+    kept: float,
+    now: float,
+) -> Plan:
+    """What goes now: each sandbox not `live` that ended `kept` ago or more, and the
+    `empty` framework directories of frameworks with nothing `live`."""
+    due: list[Sandbox] = []
+    next_at: float | None = None
+    for s in sandboxes:
+        if (s.framework_id, s.name) in live:
+            continue
+        age = now - s.ended
+        if age >= kept:
+            due.append(s)
+        elif next_at is None or now + kept - age < next_at:
+            next_at = now + kept - age
+    busy = {framework for framework, _ in live}
+    return Plan(due, [f for f in empty if f not in busy], next_at)
+
+
+def live_sandboxes(tasks: Mapping[Key, Any], executors: Mapping[Key, Any]) -> set[Key]:
+    """The sandboxes in use: each task's the slave knows (`tasks`: its TaskRecords by
+    framework and task id, ended ones not yet forgotten included), the executor's each
+    of them names (it may be starting), and each live executor's."""
+    live = {(f, executor_sandbox_name(e)) for f, e in executors}
+    for (framework, task_id), record in tasks.items():
+        live.add((framework, task_sandbox_name(task_id)))
+        if record.info.executor is not None:
+            live.add((framework, executor_sandbox_name(record.info.executor.executor_id)))
+    return live
+
+
+def owner_of(name: str) -> dict[str, str]:
+    """A sandbox's task or executor id, by its name, for a log line."""
+    if name.startswith(EXECUTOR):
+        return {"executor_id": name[len(EXECUTOR) :]}
+    return {"task_id": name[len(ESCAPED) :] if name.startswith(ESCAPED) else name}
+
+
+# -- the shell -----------------------------------------------------------------------------
+_thread: ThreadPoolExecutor | None = None
+
+
+async def _in_thread(fn: Callable[..., T], *args: Any) -> T:
+    """One thread for every slave of the process (a fleet's too), apart from the default
+    executor the launches use: a long removal holds up no launch."""
+    global _thread
+    if _thread is None:
+        _thread = ThreadPoolExecutor(1, thread_name_prefix="sandbox-gc")
+    return await asyncio.get_running_loop().run_in_executor(_thread, fn, *args)
+
+
+@dataclass
+class Look:
+    """One look at `sandboxes/` and the disk (in a thread)."""
+
+    sandboxes: dict[Key, float] = field(default_factory=dict)  # each one's mtime
+    empty: list[str] = field(default_factory=list)  # frameworks' empty directories
+    mounted: set[Key] = field(default_factory=set)  # sandboxes with a mount under them
+    used: float = 0.0  # the work dir's disk, 0-1 full
+
+
+class SandboxGC:
+    """The slave's sandboxes removed as `plan` says, off the event loop (`run`, until
+    cancelled). `claimed(framework)`: a launch waits while that framework's sandboxes
+    are being renamed away (its task id may be one of them)."""
+
+    def __init__(
+        self,
+        work_dir: Path,
+        delay: float,
+        interval: float,
+        headroom: float,
+        tasks: Mapping[Key, Any],
+        executors: Mapping[Key, Any],
+        log: Any,
+    ) -> None:
+        self.work_dir, self.delay, self.interval = work_dir, delay, interval
+        self.headroom = headroom
+        self.tasks, self.executors, self.log = tasks, executors, log
+        self.removed = 0  # sandboxes removed since the slave started
+        self.kept = delay  # the age kept at the last look
+        self._claimed: Collection[str] = ()  # frameworks whose sandboxes are being renamed
+        # (the rest is made by `run`: a fleet's 100,000 simulated slaves never run it)
+        self._released: asyncio.Event
+        self._stop: threading.Event
+        self._seen: set[Key]  # live at the last look
+        self._ended: dict[Key, float]  # seen ending: their mtime to set
+        self._names: Iterator[int]
+        self._logged: set[str]  # what stays in the trash, said once
+        self._made = False
+        self.root: Path
+        self.trash: Path
+
+    def _ready(self) -> None:
+        if self._made:
+            return
+        self._made = True
+        self.root = self.work_dir / "sandboxes"
+        self.trash = self.root / TRASH
+        self._released, self._stop = asyncio.Event(), threading.Event()
+        self._seen, self._ended, self._logged = set(), {}, set()
+        self._names = itertools.count()
+
+    async def claimed(self, framework_id: str) -> None:
+        while framework_id in self._claimed:
+            self._released.clear()
+            await self._released.wait()
+
+    async def run(self) -> None:
+        self._ready()
+        try:
+            while True:
+                next_at = await self.once()
+                wait = self.interval
+                if next_at is not None:
+                    wait = min(wait, max(0.0, next_at - time.time()))
+                await asyncio.sleep(wait)
+        finally:
+            self._stop.set()  # (a removal in the thread ends at its next entry)
+
+    async def once(self) -> float | None:
+        """One look, and what it found due removed: when the next falls due."""
+        self._ready()
+        look = await _in_thread(self._look)
+        # (from here to the claim, no await: a task launched after this finds its
+        # framework claimed and waits)
+        now = time.time()
+        live = live_sandboxes(self.tasks, self.executors)
+        for key in self._seen - live:
+            self._ended[key] = now
+        self._seen = live
+        self.kept = age_kept(self.delay, self.headroom, look.used)
+        sandboxes = [
+            Sandbox(f, n, max(mtime, self._ended.get((f, n), mtime)))
+            for (f, n), mtime in look.sandboxes.items()
+            if (f, n) not in look.mounted
+        ]
+        p = plan(sandboxes, look.empty, live, self.kept, now)
+        going = {(s.framework_id, s.name) for s in p.due}
+        touch = {k: t for k, t in self._ended.items() if k not in going and k in look.sandboxes}
+        for key in self._ended.keys() - look.sandboxes.keys():
+            del self._ended[key]  # (gone by other hands)
+        for key in look.mounted - self._seen:
+            self.log.warning("sandbox_gc.mounted", framework_id=key[0], **owner_of(key[1]))
+        may_empty = {s.framework_id for s in p.due} - {f for f, _ in live}
+        self._claimed = {s.framework_id for s in p.due} | set(p.empty)
+        try:
+            taken = await _in_thread(self._take, p.due, p.empty, may_empty, touch, (now, look.used))
+        finally:
+            self._claimed = ()
+            self._released.set()
+        for key in touch:
+            self._ended.pop(key, None)
+        for s in taken:  # (each logged in the thread: 10,000 lines held the loop 0.2 s)
+            self._ended.pop((s.framework_id, s.name), None)
+        self.removed += len(taken)
+        while await _in_thread(self._empty_trash, STEP):
+            pass
+        return p.next_at
+
+    # -- in the thread ---------------------------------------------------------------------
+    def _look(self) -> Look:
+        look = Look()
+        try:
+            vfs = os.statvfs(self.work_dir)
+            look.used = (vfs.f_blocks - vfs.f_bfree) / vfs.f_blocks if vfs.f_blocks else 0.0
+        except OSError:
+            pass
+        try:
+            root = os.open(self.root, _DIR)
+        except OSError:  # (no sandbox yet)
+            return look
+        try:
+            for framework in _dirs(root):
+                if framework == TRASH:
+                    continue
+                try:
+                    fd = os.open(framework, _DIR, dir_fd=root)
+                except OSError:
+                    continue
+                try:
+                    with os.scandir(fd) as entries:
+                        names = {e.name: e.stat(follow_symlinks=False).st_mtime for e in entries}
+                except OSError:
+                    continue
+                finally:
+                    os.close(fd)
+                if not names:
+                    look.empty.append(framework)
+                look.sandboxes.update(((framework, n), t) for n, t in names.items())
+        finally:
+            os.close(root)
+        look.mounted = self._mounted()
+        return look
+
+    def _mounted(self) -> set[Key]:
+        """The sandboxes with a mount point under them (or on them), in this namespace."""
+        prefix = f"{os.path.realpath(self.root)}/"
+        found: set[Key] = set()
+        with contextlib.suppress(OSError), open("/proc/self/mountinfo", "rb") as f:
+            for line in f:
+                point = _unescape(line.split(b" ")[4])
+                if point.startswith(prefix):
+                    parts = point[len(prefix) :].split("/")
+                    if len(parts) >= 2:
+                        found.add((parts[0], parts[1]))
+        return found
+
+    def _take(
+        self,
+        due: list[Sandbox],
+        empty: list[str],
+        may_empty: set[str],
+        touch: dict[Key, float],
+        seen: tuple[float, float],
+    ) -> list[Sandbox]:
+        """Each due sandbox renamed into the trash (removed in place where the trash is
+        on another file system), and logged; empty framework directories removed; ended
+        ones' mtime set. What was taken. (`seen`: when, and the disk then.)"""
+        taken: list[Sandbox] = []
+        try:
+            root = os.open(self.root, _DIR)
+        except OSError:
+            return taken
+        opened: dict[str, int] = {}  # framework directories
+
+        def sub(framework: str) -> int:
+            if framework not in opened:
+                opened[framework] = os.open(framework, _DIR, dir_fd=root)
+            return opened[framework]
+
+        trash = self._open_trash() if due else None
+        try:
+            for (framework, name), at in touch.items():
+                with contextlib.suppress(OSError):
+                    os.utime(name, (at, at), dir_fd=sub(framework), follow_symlinks=False)
+            for s in due:
+                ids = {"framework_id": s.framework_id, **owner_of(s.name)}
+                try:
+                    self._take_one(sub(s.framework_id), trash, s)
+                except OSError as e:
+                    self.log.warning("sandbox_gc.failed", **ids, error=e.strerror or str(e))
+                    continue
+                taken.append(s)
+                self.log.info(
+                    "sandbox_gc.removed",
+                    **ids,
+                    ended_ago=round(seen[0] - s.ended, 1),
+                    age_kept=round(self.kept, 1),
+                    disk_used=round(seen[1], 3),
+                )
+            for framework in [*empty, *may_empty]:
+                with contextlib.suppress(OSError):  # (not empty: ENOTEMPTY)
+                    os.rmdir(framework, dir_fd=root)
+        finally:
+            for fd in [*opened.values(), *([] if trash is None else [trash]), root]:
+                os.close(fd)
+        return taken
+
+    def _take_one(self, parent: int, trash: int | None, s: Sandbox) -> None:
+        try:
+            if trash is None:
+                raise OSError(errno.EXDEV, "no trash")
+            os.rename(s.name, self._fresh(), src_dir_fd=parent, dst_dir_fd=trash)
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            if e.errno != errno.EXDEV:
+                raise
+            if not _Removal(parent, os.fstat(parent).st_dev, None, self._stop).remove(s.name):
+                raise OSError(errno.EBUSY, "not all of it could be removed") from None
+
+    def _open_trash(self) -> int | None:
+        try:
+            os.mkdir(self.trash, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+        try:
+            fd = os.open(self.trash, _DIR)
+        except OSError:
+            return None
+        return fd
+
+    def _fresh(self) -> str:
+        return f"{time.time_ns()}.{next(self._names)}"
+
+    def _empty_trash(self, budget: float) -> bool:
+        """Remove what is in the trash for `budget` seconds at most: whether more is left
+        to remove now (what cannot be removed is tried again at the next look)."""
+        try:
+            trash = os.open(self.trash, _DIR)
+        except OSError:
+            return False
+        try:
+            removal = _Removal(
+                trash, os.fstat(trash).st_dev, time.monotonic() + budget, self._stop, self._fresh
+            )
+            for name in _names(trash):
+                if not removal.remove(name):
+                    if removal.out_of_time():
+                        return not self._stop.is_set()
+                    if name not in self._logged:
+                        self._logged.add(name)
+                        self.log.warning("sandbox_gc.left", path=f"{self.trash}/{name}")
+            return removal.moved_up  # (deep directories moved up: their turn now)
+        finally:
+            os.close(trash)
+
+
+class _Removal:
+    """What is under a directory removed, from its descriptor down (in a thread)."""
+
+    def __init__(
+        self,
+        top: int,
+        dev: int,
+        until: float | None,
+        stop: threading.Event,
+        fresh: Callable[[], str] | None = None,
+    ) -> None:
+        self.top, self.dev, self.until, self.stop, self.fresh = top, dev, until, stop, fresh
+        self.moved_up = False
+
+    def out_of_time(self) -> bool:
+        return self.stop.is_set() or (self.until is not None and time.monotonic() > self.until)
+
+    def remove(self, name: str, parent: int | None = None, depth: int = 0) -> bool:
+        """`name` in `parent` (the top) removed, and all under it: False if some of it
+        stays (time up, a mount, what the kernel refused)."""
+        parent = self.top if parent is None else parent
+        try:
+            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode):
+                os.unlink(name, dir_fd=parent)  # (a symlink goes, never what it names)
+                return True
+            if st.st_dev != self.dev:
+                return False  # (a mount point: never entered)
+            if depth >= MAX_DEPTH:  # (in place, no trash to move it up to: it stays)
+                if self.fresh is None:
+                    return False
+                os.rename(name, self.fresh(), src_dir_fd=parent, dst_dir_fd=self.top)
+                self.moved_up = True
+                return True
+            fd = _open_within(parent, name)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        try:
+            emptied = self._empty(fd, depth)
+        finally:
+            os.close(fd)
+        if not emptied:
+            return False
+        try:
+            os.rmdir(name, dir_fd=parent)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+        return True
+
+    def _empty(self, fd: int, depth: int) -> bool:
+        for _ in range(3):  # (a process of the task's user may add meanwhile)
+            names = _names(fd)
+            if not names:
+                return True
+            whole = True
+            for name in names:
+                if self.out_of_time():
+                    return False
+                whole = self.remove(name, fd, depth + 1) and whole
+            if not whole:  # (what stays, stays: the next look tries again)
+                return False
+        return not _names(fd)
+
+
+def _open_within(parent: int, name: str) -> int:
+    """The directory `name` in `parent`, opened, never through a symlink; one closed to
+    its owner (mode 0 on a slave that is not root) is opened to it first."""
+    try:
+        fd = os.open(name, _DIR, dir_fd=parent)
+    except PermissionError:
+        flags = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        path = os.open(name, flags, dir_fd=parent)
+        try:
+            os.chmod(f"/proc/self/fd/{path}", 0o700)
+        finally:
+            os.close(path)
+        fd = os.open(name, _DIR, dir_fd=parent)
+    st = os.fstat(fd)
+    if st.st_mode & 0o700 != 0o700:  # (its owner may not remove what is in it)
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o700)
+    return fd
+
+
+def _names(fd: int) -> list[str]:
+    try:
+        with os.scandir(fd) as entries:
+            return [e.name for e in entries]
+    except OSError:
+        return []
+
+
+def _dirs(fd: int) -> list[str]:
+    with os.scandir(fd) as entries:
+        return [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+
+
+def _unescape(raw: bytes) -> str:
+    """A mountinfo field: spaces, tabs, newlines and backslashes as octal escapes."""
+    return raw.decode("unicode_escape").encode("latin-1").decode(errors="replace")

@@ -1,0 +1,301 @@
+"""The slave's sandbox garbage collector (slave.sandbox_gc): its policy, as properties, and
+its shell on a real work dir in this process (a tenant's symlinks out of its sandbox
+never followed, nesting deeper than the descriptors it holds, a slave restarted)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc as pygc
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocol import logs
+from protocol.wire.messages import ReadFile
+from slave.files import read_sandbox_file
+from slave.sandbox_gc import MAX_DEPTH, TRASH, Sandbox, SandboxGC, age_kept, plan
+
+from harness.helpers import eventually, longest_step
+
+NOW = 1_000_000.0
+WEEK = 7 * 24 * 3600.0
+
+frameworks = st.sampled_from(["f1", "f2", "f3"])
+names = st.sampled_from(["a", "b", "c", "executor-e", "%executor-x"])
+sandboxes = st.lists(
+    st.builds(Sandbox, frameworks, names, st.floats(NOW - 2 * WEEK, NOW)),
+    unique_by=lambda s: (s.framework_id, s.name),
+)
+keys = st.sets(st.tuples(frameworks, names))
+fractions = st.floats(0, 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(sandboxes, keys, st.floats(0, 2 * WEEK))
+def test_the_plan_removes_exactly_the_ended_sandboxes_older_than_the_age_kept(
+    found: list[Sandbox], live: set[tuple[str, str]], kept: float
+) -> None:
+    p = plan(found, [], live, kept, NOW)
+    due = {(s.framework_id, s.name) for s in p.due}
+    assert not due & live  # never a live task's or executor's
+    assert all(NOW - s.ended >= kept for s in p.due)  # nothing younger than the age kept
+    # and every ended one that old goes
+    assert due == {
+        (s.framework_id, s.name)
+        for s in found
+        if (s.framework_id, s.name) not in live and NOW - s.ended >= kept
+    }
+    kept_ones = [s for s in found if (s.framework_id, s.name) not in live | due]
+    assert p.next_at == min((NOW + kept - (NOW - s.ended) for s in kept_ones), default=None)
+    assert p.next_at is None or p.next_at >= NOW
+
+
+@given(st.floats(0, 10 * WEEK), fractions, fractions, fractions)
+def test_the_age_kept_shrinks_as_the_disk_fills(
+    delay: float, headroom: float, used: float, more: float
+) -> None:
+    fuller = min(1.0, used + more)
+    kept = age_kept(delay, headroom, used)
+    assert 0 <= age_kept(delay, headroom, fuller) <= kept <= delay
+    assert age_kept(delay, headroom, 1 - headroom) == 0  # (1 - headroom full: all go)
+    assert age_kept(delay, 0.0, 0.0) == delay
+
+
+@given(st.lists(frameworks, unique=True), keys)
+def test_a_frameworks_empty_directory_goes_once_nothing_of_its_is_live(
+    empty: list[str], live: set[tuple[str, str]]
+) -> None:
+    p = plan([], empty, live, 0.0, NOW)
+    assert set(p.empty) == set(empty) - {f for f, _ in live}
+
+
+# -- the shell, on real files ------------------------------------------------------------------
+def record(executor_id: str | None = None) -> Any:
+    executor = None if executor_id is None else SimpleNamespace(executor_id=executor_id)
+    return SimpleNamespace(info=SimpleNamespace(executor=executor))
+
+
+def make_sandbox(work: Path, framework: str, name: str, ended_ago: float) -> Path:
+    sandbox = work / "sandboxes" / framework / name
+    (sandbox / "tmp" / "deep").mkdir(parents=True)
+    (sandbox / "stdout").write_text("output\n")
+    (sandbox / "tmp" / "deep" / "file").write_bytes(b"x" * 10_000)
+    return ended(sandbox, ended_ago)
+
+
+def ended(sandbox: Path, ago: float) -> Path:
+    """`sandbox` as of a task that ended `ago` seconds ago (its mtime)."""
+    then = time.time() - ago
+    os.utime(sandbox, (then, then))
+    return sandbox
+
+
+def collector(
+    work: Path,
+    tasks: dict[tuple[str, str], Any] | None = None,
+    executors: dict[tuple[str, str], Any] | None = None,
+    delay: float = 100.0,
+    headroom: float = 0.0,
+) -> SandboxGC:
+    gc = SandboxGC(work, delay, 60.0, headroom, tasks or {}, executors or {}, logs.get("test"))
+    return gc
+
+
+async def test_ended_sandboxes_go_after_the_delay_and_live_ones_stay(tmp_path: Path) -> None:
+    old = make_sandbox(tmp_path, "f1", "old", 200)
+    young = make_sandbox(tmp_path, "f1", "young", 10)
+    running = make_sandbox(tmp_path, "f1", "running", 10_000)  # (a long-running task)
+    custom = make_sandbox(tmp_path, "f1", "executor-e1", 10_000)  # a live executor's
+    starting = make_sandbox(tmp_path, "f2", "executor-e2", 10_000)  # a live task names it
+    gone = make_sandbox(tmp_path, "f3", "t", 10_000)  # its framework's last
+    tasks = {("f1", "running"): record(), ("f2", "t2"): record("e2")}
+    gc = collector(tmp_path, tasks, {("f1", "e1"): object()})
+    await gc.once()
+    assert not old.exists()
+    assert not gone.exists()
+    assert young.exists()
+    assert running.exists()
+    assert custom.exists()
+    assert starting.exists()
+    assert not gone.parent.exists()  # f3's directory: empty, nothing of its live
+    assert list((tmp_path / "sandboxes" / TRASH).iterdir()) == []
+    assert gc.removed == 2
+
+
+async def test_a_tenants_symlinks_out_of_its_sandbox_are_never_followed(tmp_path: Path) -> None:
+    """A task's symlinks to a file, a directory and a persistent volume outside its
+    sandbox, and one its sandbox's `tmp` was swapped for: the links go, what they name
+    stays, every byte of it."""
+    secret = tmp_path / "secret"
+    secret.write_text("the slave's\n")
+    volume = tmp_path / "volumes" / "roles" / "team" / "db"
+    volume.mkdir(parents=True)
+    (volume / "data").write_text("kept\n")
+    other = make_sandbox(tmp_path, "f2", "other", 1)  # another tenant's, young
+    sandbox = make_sandbox(tmp_path, "f1", "t", 1_000)
+    (sandbox / "to-secret").symlink_to(secret)
+    (sandbox / "to-volume").symlink_to(volume)
+    (sandbox / "to-other").symlink_to(other)
+    (sandbox / "tmp" / "deep" / "up").symlink_to(tmp_path)
+    ended(sandbox, 1_000)
+    await collector(tmp_path).once()
+    assert not sandbox.exists()
+    assert secret.read_text() == "the slave's\n"
+    assert (volume / "data").read_text() == "kept\n"
+    assert (other / "stdout").read_text() == "output\n"
+    assert (other / "tmp" / "deep" / "file").stat().st_size == 10_000
+
+
+async def test_a_sandbox_nested_deeper_than_the_descriptors_held_goes(tmp_path: Path) -> None:
+    sandbox = make_sandbox(tmp_path, "f1", "t", 1_000)
+    fd = os.open(sandbox, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(5 * MAX_DEPTH):  # (by descriptor: the path outgrows PATH_MAX)
+        os.mkdir("d" * 200, dir_fd=fd)
+        child = os.open("d" * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(fd)
+    ended(sandbox, 1_000)
+    await collector(tmp_path).once()
+    assert not sandbox.exists()
+    assert list((tmp_path / "sandboxes" / TRASH).iterdir()) == []
+
+
+async def test_the_disk_filling_shortens_the_age_kept(tmp_path: Path) -> None:
+    """At a headroom of 1 the age kept is nothing, whatever the disk: every ended
+    sandbox goes, the youngest too; a live one still stays."""
+    young = make_sandbox(tmp_path, "f1", "young", 1)
+    running = make_sandbox(tmp_path, "f1", "running", 1)
+    gc = collector(tmp_path, {("f1", "running"): record()}, delay=WEEK, headroom=1.0)
+    await gc.once()
+    assert gc.kept == 0
+    assert not young.exists()
+    assert running.exists()
+
+
+async def test_a_task_seen_ending_is_kept_its_delay_from_its_end_across_a_restart(
+    tmp_path: Path,
+) -> None:
+    """A task that ran longer than the delay is kept the delay from its end, not from
+    its sandbox's making: the end the shell saw is set as the sandbox's mtime, which a
+    restarted slave's collector reads."""
+    sandbox = make_sandbox(tmp_path, "f1", "long", 1_000)  # made 1,000 s ago
+    tasks: dict[tuple[str, str], Any] = {("f1", "long"): record()}
+    gc = collector(tmp_path, tasks)
+    await gc.once()
+    del tasks[("f1", "long")]  # it ends
+    await gc.once()  # (it ended now: kept)
+    assert sandbox.exists()
+    await gc.once()  # (the end set on disk)
+    assert time.time() - sandbox.stat().st_mtime < 60
+    await collector(tmp_path).once()  # a restarted slave, which did not recover it
+    assert sandbox.exists()
+    await collector(tmp_path, delay=0.0).once()
+    assert not sandbox.exists()
+
+
+async def test_reading_a_removed_sandboxs_file_says_there_is_none(tmp_path: Path) -> None:
+    sandbox = make_sandbox(tmp_path, "f1", "t", 1_000)
+    ask = ReadFile(request_id="r", framework_id="f1", task_id="t", name="stdout")
+    assert (await read_sandbox_file(tmp_path / "sandboxes", "s1", ask)).data == b"output\n"
+    await collector(tmp_path).once()
+    answer = await read_sandbox_file(tmp_path / "sandboxes", "s1", ask)
+    assert answer.data == b""
+    assert answer.error == "no stdout for task t of framework f1 here"
+    assert not sandbox.exists()
+
+
+async def test_a_launch_waits_while_its_framework_is_being_renamed_away(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task id used again as its old sandbox goes: its launch waits (`claimed`) until
+    the old one is out of its way, then finds its path free."""
+    sandbox = make_sandbox(tmp_path, "f1", "t", 1_000)
+    gc = collector(tmp_path)
+    gate = threading.Event()  # (the thread's renames held until the launch waits)
+    take = gc._take
+    monkeypatch.setattr(gc, "_take", lambda *args: gate.wait(10) and take(*args))
+    collecting = asyncio.ensure_future(gc.once())
+    await eventually(lambda: "f1" in gc._claimed)
+    launch = asyncio.ensure_future(gc.claimed("f1"))
+    other = asyncio.ensure_future(gc.claimed("f2"))  # (another framework's: no wait)
+    await other
+    assert not launch.done()
+    gate.set()
+    await launch
+    assert not sandbox.exists()
+    sandbox.mkdir(parents=True)  # the new task's (its framework's directory went)
+    await collecting
+    assert sandbox.exists()
+
+
+async def test_thousands_of_sandboxes_go_off_the_loop(tmp_path: Path) -> None:
+    """2,000 ended sandboxes of 3 entries each: removed by one look, the event loop never
+    held up long by one step (the plan: the walk, the renames, the removal and their log
+    lines are in a thread). (10,000 on the 2-core test machine: docs/how-to/isolation.md.)"""
+    sandboxes = tmp_path / "sandboxes"
+    old = time.time() - 1_000
+    for f in range(4):
+        os.makedirs(sandboxes / f"f{f}")
+        for t in range(500):
+            sandbox = f"{sandboxes}/f{f}/t{t}"
+            os.mkdir(sandbox)
+            os.mkdir(f"{sandbox}/tmp")
+            for name in ("stdout", "stderr"):
+                os.close(os.open(f"{sandbox}/{name}", os.O_CREAT | os.O_WRONLY))
+            os.utime(sandbox, (old, old))
+    gc = collector(tmp_path)
+    collecting = pygc.isenabled()
+    pygc.disable()  # (a generation-2 collection, the process's, may fall in any step)
+    try:
+        with longest_step() as longest:
+            await gc.once()
+    finally:
+        if collecting:
+            pygc.enable()
+    assert gc.removed == 2_000
+    assert os.listdir(sandboxes) == [TRASH]
+    assert os.listdir(sandboxes / TRASH) == []
+    assert longest[0] < 0.05, longest[0]  # (the plan of 2,000: 2 ms; on a loaded machine)
+
+
+@pytest.fixture
+def mounted(tmp_path: Path) -> Iterator[Path]:
+    """An ended sandbox with a tmpfs mounted in its `tmp/data` (a file `kept` in it)
+    until the test unmounts it: the mount point."""
+    sandbox = make_sandbox(tmp_path, "f1", "t", 1_000)
+    mount = sandbox / "tmp" / "data"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "none", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount here: {done.stderr.decode().strip()}")
+    try:
+        (mount / "kept").write_text("kept\n")
+        ended(sandbox, 1_000)
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
+
+
+async def test_a_sandbox_with_a_mount_under_it_is_left_alone(tmp_path: Path, mounted: Path) -> None:
+    """Something mounted in a sandbox in the slave's namespace (a volume bound there by
+    hand, say): the sandbox stays, and so does every file of the mount; unmounted, it
+    goes."""
+    gc = collector(tmp_path)
+    await gc.once()
+    assert (mounted / "kept").read_text() == "kept\n"
+    sandbox = mounted.parent.parent
+    assert (sandbox / "stdout").exists()
+    assert gc.removed == 0
+    await asyncio.to_thread(subprocess.run, ["umount", str(mounted)], check=True)
+    await gc.once()
+    assert not sandbox.exists()
