@@ -6,11 +6,12 @@ usage, and, where it enforces quotas (Mesos's `--enforce_container_disk_quota`),
 task over its `disk`: TASK_FAILED, REASON_CONTAINER_LIMITATION_DISK, from the slave.
 
 The sandbox is the tenant's to fill, so a look is bounded (`measure`): it walks at most
-MOST_ENTRIES files and directories, and MOST_DEPTH levels, each reached from its
-parent's descriptor (a symlink is never followed, nor a part of the way swapped for one
-meanwhile), and it stays on the sandbox's file system and out of the task's persistent
-volumes (their own disk: slave.volumes; bound in the task's namespace, or linked where it
-has none, they are not the slave's to count). A sandbox it cannot measure wholly holds
+MOST_ENTRIES files and directories, enters at most MOST_DIRECTORIES directories and goes
+MOST_DEPTH levels down, each reached from its parent's descriptor (a symlink is never
+followed, nor a part of the way swapped for one meanwhile), and it stays on the
+sandbox's file system and out of the task's persistent volumes (their own disk:
+slave.volumes; bound in the task's namespace, or linked where it has none, they are not
+the slave's to count). A sandbox it cannot measure wholly holds
 more than a task may hold and still be measured: where quotas are enforced that is over
 its disk too (`verdict`), else it is said (`task.disk_unmeasured`) and reported as at
 least what was seen. A task with no `disk` is not held (as Mesos); a custom executor's
@@ -37,6 +38,7 @@ from slave.runners import Limit
 
 MB = 1024 * 1024  # a `disk` MB, as a `mem` one
 MOST_ENTRIES = 100_000  # files and directories one look at one sandbox walks, at most
+MOST_DIRECTORIES = 10_000  # of which directories it enters (each 5 times a file's cost)
 MOST_DEPTH = 64  # levels below the sandbox it walks (two descriptors open a level)
 BLOCK = 512  # st_blocks' unit
 
@@ -62,17 +64,23 @@ def measure(
     skip: Collection[str] = (),
     most: int = MOST_ENTRIES,
     deepest: int = MOST_DEPTH,
+    most_dirs: int = MOST_DIRECTORIES,
 ) -> Measured:
-    """What `sandbox` holds on disk, looking at `most` entries at most and `deepest`
-    levels down, never following a symlink, never leaving its file system, never
-    entering the directories `skip` names (paths relative to it: its persistent volumes'
-    places). A sandbox that is gone holds nothing. (Blocking: in a thread.)"""
+    """What `sandbox` holds on disk, looking at `most` entries at most, entering
+    `most_dirs` directories at most and `deepest` levels down, never following a
+    symlink, never leaving its file system, never entering the directories `skip` names
+    (paths relative to it: its persistent volumes' places). A sandbox that is gone holds
+    nothing. (Blocking: in a thread.)
+
+    (Measured on the 2-core test machine, loaded: 29 ms for 10,000 empty files, 39 ms
+    for 10,000 small files in 100 directories, 150 ms for 10,000 empty directories: so
+    a look at one sandbox costs about half a second at most.)"""
     try:
         root = os.open(sandbox, _DIR_FLAGS)
     except OSError:
         return Measured(0, 0)
     top = os.fstat(root)
-    used, entries, cut = top.st_blocks * BLOCK, 0, ""
+    used, entries, dirs, cut = top.st_blocks * BLOCK, 0, 0, ""
     linked: set[tuple[int, int]] = set()  # (a file of several names: counted once)
     stack: list[tuple[int, str, Any]] = []
     try:
@@ -105,6 +113,9 @@ def measure(
             if len(stack) > deepest:
                 cut = cut or f"directories more than {deepest} levels deep"
                 continue
+            if (dirs := dirs + 1) > most_dirs:
+                cut = f"more than {most_dirs:,} directories"
+                break
             try:
                 child = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
             except OSError:

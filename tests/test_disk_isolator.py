@@ -75,18 +75,22 @@ def test_a_mount_in_the_sandbox_is_not_crossed(tmp_path: Path) -> None:
 def test_a_sandbox_of_many_entries_is_walked_no_further_than_most(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A tenant's 5,000 files in 1,000 directories: one look walks `most` entries and no
-    more, says it was cut, and leaves no descriptor open."""
+    """A tenant's 5,000 files in 1,000 directories: one look walks `most` entries and
+    enters `most_dirs` directories, no more, says it was cut, and leaves no descriptor
+    open."""
     sandbox = tmp_path / "sandbox"
     sandbox.mkdir()
     for i in range(1_000):
         (sandbox / f"d{i}").mkdir()
         for j in range(5):
             (sandbox / f"d{i}" / f"f{j}").touch()
-    walked = 0
+    walked, entered = 0, 0
     scandir = os.scandir
 
     def counted(fd: int) -> Iterator[os.DirEntry[str]]:
+        nonlocal entered
+        entered += 1
+
         def each() -> Iterator[os.DirEntry[str]]:
             nonlocal walked
             with scandir(fd) as entries:
@@ -103,6 +107,13 @@ def test_a_sandbox_of_many_entries_is_walked_no_further_than_most(
     assert measured.entries == 2_000
     assert walked == 2_001  # (the one past the bound, which stops it)
     assert "more than 2,000 files and directories" in measured.cut
+    assert len(os.listdir("/proc/self/fd")) == fds
+    # directories cost more than files (an open, a stat and a listing each): fewer
+    entered = 0
+    measured = measure(sandbox, most_dirs=100)
+    assert not measured.whole
+    assert measured.cut == "more than 100 directories"
+    assert entered == 101  # (the sandbox, and its first 100)
     assert len(os.listdir("/proc/self/fd")) == fds
     monkeypatch.setattr(os, "scandir", scandir)
     whole = measure(sandbox)
