@@ -204,6 +204,7 @@ class DiskWatch:
         self.enforce, self.log, self.most = enforce, log, most
         self.used: dict[tuple[str, str], int] = {}
         self._told: set[tuple[str, str]] = set()  # tasks said once to be unmeasured
+        self._killed: set[tuple[str, str]] = set()  # tasks killed for their disk, dying
 
     def looks(self) -> list[Look]:
         found = []
@@ -231,8 +232,15 @@ class DiskWatch:
         for key in set(self.used) - live:
             del self.used[key]
         self._told &= live
+        self._killed &= live
         for look in looks:
-            measured = await asyncio.to_thread(measure, look.sandbox, look.skip, self.most)
+            try:
+                measured = await asyncio.to_thread(measure, look.sandbox, look.skip, self.most)
+            except OSError as e:  # (a directory unreadable: the next look tries again)
+                self.log.warning(
+                    "task.disk_unread", framework_id=look.key[0], task_id=look.key[1], error=str(e)
+                )
+                continue
             if look.record.state.terminal or self.tasks.get(look.key) is not look.record:
                 continue  # (it ended meanwhile)
             self.used[look.key] = measured.used
@@ -245,8 +253,9 @@ class DiskWatch:
             self.log.warning("task.disk_unmeasured", cut=measured.cut, used=measured.used, **ids)
         why = verdict(measured, look.limit_mb, self.enforce)
         runner = look.record.runner
-        if why is None or runner is None:
+        if why is None or runner is None or look.key in self._killed:
             return
+        self._killed.add(look.key)
         self.log.warning(
             "task.disk_limit",
             used=measured.used,

@@ -231,3 +231,25 @@ async def test_a_look_kills_the_task_over_its_disk_where_enforced(
     assert (limit.state, limit.reason, limit.hard) == (TaskState.FAILED, Reason.DISK_LIMIT, True)
     assert "over the 2 MB the task asked for" in limit.message
     assert [e for e, _ in log.warnings] == ["task.disk_limit"]
+    await watch.look()  # (still dying: killed once)
+    assert len(kills["over"]) == 1
+    assert [e for e, _ in log.warnings] == ["task.disk_limit"]
+
+
+async def test_a_sandbox_the_look_cannot_read_is_said_and_the_watch_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = {("fw", "t"): running(tmp_path, "t", Resources(cpus=0.1, disk=2), 3)}
+    log = Log()
+    watch = DiskWatch(tasks, tmp_path, 15.0, True, log)
+
+    def unreadable(*_: object) -> Measured:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("slave.disk_isolator.measure", unreadable)
+    await watch.look()
+    assert [e for e, _ in log.warnings] == ["task.disk_unread"]
+    assert tasks["fw", "t"].runner.kills == []  # type: ignore[union-attr]
+    monkeypatch.undo()
+    await watch.look()
+    assert len(tasks["fw", "t"].runner.kills) == 1  # type: ignore[union-attr]
