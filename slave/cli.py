@@ -299,6 +299,24 @@ def bad_parameter(option: str) -> Iterator[None]:
     "another's. Default: this slave's own ports.",
 )
 @click.option(
+    "--container-disk-watch-interval",
+    type=click.FloatRange(min=0),
+    default=15.0,
+    show_default=True,
+    help="Seconds between looks at what each command task's sandbox holds on disk, its "
+    "/tmp included (Mesos's disk/du isolator's --container_disk_watch_interval); 0: "
+    "never look.",
+)
+@click.option(
+    "--enforce-container-disk-quota/--no-enforce-container-disk-quota",
+    default=True,
+    show_default=True,
+    help="Kill a task whose sandbox holds more than its disk (TASK_FAILED, "
+    "REASON_CONTAINER_LIMITATION_DISK), as Mesos's --enforce_container_disk_quota, which "
+    "is off there: on here, so that no tenant's task fills the slave's disk for the others. "
+    "A task with no disk is not held.",
+)
+@click.option(
     "--task-uids",
     default=f"{DEFAULT_UIDS.start}-{DEFAULT_UIDS.stop - 1}",
     show_default=True,
@@ -396,6 +414,8 @@ def slave(
     setuid_programs: bool,
     ports_isolation: bool | None,
     ports_held: str | None,
+    container_disk_watch_interval: float,
+    enforce_container_disk_quota: bool,
     task_uids: str,
     task_uid_map: Path,
     task_users: Path | None,
@@ -470,6 +490,8 @@ def slave(
                     setuid_programs=setuid_programs,
                     ports_isolation=ports_isolation,
                     ports_held=_ranges(ports_held),
+                    container_disk_watch_interval=container_disk_watch_interval,
+                    enforce_disk_quota=enforce_container_disk_quota,
                     task_uids=uids,
                     task_uid_map=task_uid_map,
                     task_users=users,

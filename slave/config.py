@@ -61,6 +61,10 @@ class SlaveConfig:
     # are isolated (switch_user or pid_namespace)
     ports_isolation: bool | None = None
     ports_check_interval: float = 5.0
+    # Each command task's sandbox measured every `container_disk_watch_interval` seconds (0: never),
+    # and, where `enforce_disk_quota`, a task over its disk killed (slave.disk_isolator)
+    container_disk_watch_interval: float = 15.0
+    enforce_disk_quota: bool = True
     # the ports it holds tasks to: its own range, or (several slaves of one host, each
     # offering a range of its own) the host's, so that none of them leaves the others'
     # ranges to whoever binds them first

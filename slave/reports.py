@@ -32,6 +32,9 @@ from slave.runners import Report
 from slave.updates import OwedUpdates
 
 Key = tuple[str, str]  # (framework id, task id)
+# a runner's end the slave decided, not the task's command executor: a limit only the
+# slave's watch holds the task to (Mesos's agent sends it as SOURCE_SLAVE)
+DECIDED_BY_SLAVE = frozenset({Reason.DISK_LIMIT})
 
 
 class TaskReports:
@@ -71,7 +74,10 @@ class TaskReports:
         async def report(
             state: TaskState, reason: Reason | None, message: str, *, exit_code: int | None = None
         ) -> None:
-            await self.report(framework_id, info, state, reason, message, exit_code=exit_code)
+            source = Source.SLAVE if reason in DECIDED_BY_SLAVE else Source.EXECUTOR
+            await self.report(
+                framework_id, info, state, reason, message, source, exit_code=exit_code
+            )
 
         return report
 

@@ -68,6 +68,7 @@ from slave.command_tasks import CommandTasks
 from slave.config import SlaveConfig, TaskRecord
 from slave.confine import UNCONFINED
 from slave.default_executor import DefaultExecutor
+from slave.disk_isolator import DiskWatch
 from slave.executor_side import ExecutorSide
 from slave.executor_tokens import ExecutorTokens, load_or_make_key
 from slave.files import read_sandbox_file
@@ -291,9 +292,12 @@ class Slave:
                 ),
             ]
         if not self.config.simulated_tasks:
+            disk = DiskWatch.of(self.config, self.tasks, self.log)
+            if disk.interval > 0:
+                self._loops.append(asyncio.create_task(disk.run(), name=f"disk-{self.slave_id}"))
             usage = report_loop(
                 self.bus, self.to_master, self.slave_id, self.tasks, self.executors,
-                self.isolator, self.registered, self.config.usage_interval,
+                self.isolator, self.registered, self.config.usage_interval, disk.used,
             )  # fmt: skip
             self._loops.append(asyncio.create_task(usage, name=f"usage-{self.slave_id}"))
             self._loops.append(asyncio.create_task(self.sandbox_gc.run(), name="sandbox-gc"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from protocol.transport.base import Transport
@@ -17,10 +17,15 @@ from slave.runners import Limit, Runner
 
 
 async def collect(
-    slave_id: str, records: Iterable[Any], isolator: Isolator, executors: Iterable[Any] = ()
+    slave_id: str,
+    records: Iterable[Any],
+    isolator: Isolator,
+    executors: Iterable[Any] = (),
+    disk: Mapping[tuple[str, str], int] | None = None,
 ) -> UsageReport:
     """One look at every running command task (`records`: the slave's TaskRecords) and
-    every live custom executor (`executors`: its ExecutorProcesses), all in one read."""
+    every live custom executor (`executors`: its ExecutorProcesses), all in one read;
+    with each task's disk as the disk watch last found it (`disk`: slave.disk_isolator)."""
     running: list[tuple[str, Runner, Container]] = []
     for record in records:
         runner = record.runner
@@ -38,7 +43,12 @@ async def collect(
     return UsageReport(
         slave_id=slave_id,
         tasks=[
-            TaskUsage(framework_id=framework_id, task_id=runner.task.task_id, **_read(u, now))
+            TaskUsage(
+                framework_id=framework_id,
+                task_id=runner.task.task_id,
+                disk_used_bytes=(disk or {}).get((framework_id, runner.task.task_id)),
+                **_read(u, now),
+            )
             for (framework_id, runner, _), u in zip(running, usages[: len(running)], strict=True)
         ],
         executors=[
@@ -68,6 +78,7 @@ async def report_loop(
     isolator: Isolator,
     registered: asyncio.Event,
     interval: float,
+    disk: Mapping[tuple[str, str], int] | None = None,
 ) -> None:
     """Every `interval` seconds while registered, if anything runs: one report (qos 0: a
     lost one is replaced by the next)."""
@@ -75,7 +86,8 @@ async def report_loop(
         await asyncio.sleep(interval)
         if not registered.is_set() or not (records or executors):
             continue
-        report = await collect(slave_id, list(records.values()), isolator, list(executors.values()))
+        running = list(records.values())
+        report = await collect(slave_id, running, isolator, list(executors.values()), disk)
         if report.tasks or report.executors:
             bus.post(to_master, report, qos=0)
         await stop_oom_killed(list(records.values()))

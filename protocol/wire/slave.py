@@ -193,6 +193,9 @@ class TaskUsage(ContainerUsage):
 
     framework_id: Id
     task_id: Id
+    # what its sandbox held on disk at the slave's last look (Mesos's `disk_used_bytes`;
+    # at least that, where the look could not walk all of it); None: not looked at yet
+    disk_used_bytes: int | None = Field(default=None, ge=0)
 
 
 class ExecutorUsage(ContainerUsage):

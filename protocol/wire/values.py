@@ -217,6 +217,8 @@ class Reason(StrEnum):
     # --executor-registration-timeout), and was killed
     EXECUTOR_REGISTRATION_TIMEOUT = "REASON_EXECUTOR_REGISTRATION_TIMEOUT"
     MEMORY_LIMIT = "REASON_CONTAINER_LIMITATION_MEMORY"
+    # its sandbox held more than its `disk` (the slave's disk watch: slave.disk_isolator)
+    DISK_LIMIT = "REASON_CONTAINER_LIMITATION_DISK"
     # over a limit of its container's other than memory: a port it was not given
     CONTAINER_LIMITATION = "REASON_CONTAINER_LIMITATION"
     KILLED_BY_FRAMEWORK = "REASON_TASK_KILLED_BY_FRAMEWORK"
@@ -305,7 +307,9 @@ class TaskInfo(Wire):
     """The slave of the offer it is launched on (a task cannot span slaves)."""
     resources: Resources
     """What it may use (cpus, mem in MB, ...); taken out of the offer. A command task
-    over its mem is killed and ends FAILED with REASON_CONTAINER_LIMITATION_MEMORY.
+    over its mem is killed and ends FAILED with REASON_CONTAINER_LIMITATION_MEMORY, and
+    (where its slave enforces disk quotas) one whose sandbox holds more than its disk
+    with REASON_CONTAINER_LIMITATION_DISK.
     A range or set it asks for counts here by its size (filled in from `discrete`)."""
     discrete: Discrete = Field(default=NO_VALUES)
     """The concrete values it takes out of its offer's ranges and sets, e.g.
