@@ -22,6 +22,7 @@ from protocol.wire.messages import (
     Offer,
     Preempting,
     TaskInfo,
+    TaskState,
     TaskStatus,
 )
 from protocol.wire.resources import Resources
@@ -119,9 +120,17 @@ class DRFDemoScheduler(Scheduler):
             return
         self.running.discard(status.task_id)
         self.finished += 1
-        self.log.info(
-            "task.done", task_id=status.task_id, state=status.state.value, running=len(self.running)
-        )
+        if status.state is TaskState.FINISHED:
+            self.log.info(
+                "task.done", task_id=status.task_id, state=status.state.value,
+                running=len(self.running),
+            )  # fmt: skip
+        else:  # (why, where a team sees it: its slave's message, at --log-level warning too)
+            self.log.warning(
+                "task.done", task_id=status.task_id, state=status.state.value,
+                running=len(self.running), reason=status.reason and status.reason.value,
+                message=logs.clip(status.message),
+            )  # fmt: skip
         if self.config.max_tasks is not None and self.finished >= self.config.max_tasks:
             await driver.stop()
 
