@@ -32,9 +32,10 @@ from slave.runners import Report
 from slave.updates import OwedUpdates
 
 Key = tuple[str, str]  # (framework id, task id)
-# a runner's end the slave decided, not the task's command executor: a limit only the
-# slave's watch holds the task to (Mesos's agent sends it as SOURCE_SLAVE)
-DECIDED_BY_SLAVE = frozenset({Reason.DISK_LIMIT})
+# a runner's end the slave decided, not the task's command executor: a limit the slave
+# holds the task to (memory, disk, ports), as Mesos's agent sends a container's
+# limitation, SOURCE_SLAVE
+DECIDED_BY_SLAVE = frozenset({Reason.DISK_LIMIT, Reason.MEMORY_LIMIT, Reason.CONTAINER_LIMITATION})
 
 
 class TaskReports:

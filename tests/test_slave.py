@@ -32,6 +32,7 @@ from protocol.wire.messages import (
     RunTask,
     RunTasks,
     ShutdownFramework,
+    Source,
     StatusUpdate,
     TaskInfo,
     TaskState,
@@ -104,12 +105,15 @@ async def test_a_task_the_master_preempts_says_why_in_full(rig: Rig) -> None:
 
 
 async def test_a_task_over_its_memory_is_failed_with_the_reason(rig: Rig) -> None:
+    """TASK_FAILED, REASON_CONTAINER_LIMITATION_MEMORY, from the slave (SOURCE_SLAVE: the
+    limit is the slave's to hold, as Mesos's agent reports a container's limitation)."""
     fw = await rig.framework()
     await rig.start_slave("s1", Resources(cpus=2, mem=2048))
     hog = f"{sys.executable} -c 'x = bytearray(300 * 2**20); import time; time.sleep(60)'"
     await rig.launch(fw, hog, "hog", Resources(cpus=0.5, mem=100))
     failed = await fw.update_for("hog", TaskState.FAILED, timeout=20)
     assert failed.reason == Reason.MEMORY_LIMIT
+    assert failed.source == Source.SLAVE
     assert "100 MB" in failed.message
     assert "raise the task's mem" in failed.message
 
