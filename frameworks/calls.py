@@ -10,8 +10,10 @@ the calls coroutines, a forgotten `await` would make one silently do nothing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Generator, Iterable
-from typing import Any, ParamSpec
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from typing import Any, ParamSpec, TypeVar
+
+from pydantic import BaseModel
 
 from frameworks.errors import DriverError
 from protocol.wire.discrete import Discrete
@@ -32,6 +34,7 @@ from protocol.wire.resources import Resources
 from protocol.wire.topics import check_segment
 
 P = ParamSpec("P")
+T = TypeVar("T")
 
 ENDLESS = 1_000_000  # the largest count `request_resources` takes: "as many as I can get"
 
@@ -46,13 +49,19 @@ def acknowledgement(framework_id: str, status: TaskStatus) -> Acknowledge:
     )
 
 
+def listed(items: Iterable[T], call: str, what: str, example: str) -> list[T]:
+    """`items` as a list. One given alone (pymesos's calls take one or a list) is
+    `DriverError` saying what to write (`example`): iterated, a string gives its
+    characters (offers 'o', '-', '3', roles 'e', 'n', 'g', tasks 't' and '1' asked
+    about) and a model or Resources its fields."""
+    if isinstance(items, (str, bytes, Mapping, BaseModel)):
+        raise DriverError(f"{call} takes a list of {what} ({example}), not one")
+    return list(items)
+
+
 def offer_ids_listed(offer_ids: Iterable[str], call: str) -> list[str]:
-    """`offer_ids`, each once. One id given alone (pymesos's calls take one or a list) is
-    `DriverError` saying what to write: as an iterable of its characters, it was refused
-    character by character."""
-    if isinstance(offer_ids, str):
-        raise DriverError(f"{call} takes a list of offer ids ([offer.offer_id]), not one id")
-    return list(dict.fromkeys(offer_ids))
+    """`offer_ids`, each once (one alone: `listed`)."""
+    return list(dict.fromkeys(listed(offer_ids, call, "offer ids", "[offer.offer_id]")))
 
 
 def launch_checked(
@@ -70,8 +79,7 @@ def launch_checked(
     nothing is sent (a silent drop would leave a framework waiting for tasks the master
     refused)."""
     ids = offer_ids_listed(offer_ids, "launch_tasks")
-    if isinstance(tasks, TaskInfo):  # (iterated, a pydantic model gives its fields)
-        raise DriverError("launch_tasks takes a list of tasks ([task]), not one task")
+    listed(tasks, "launch_tasks", "tasks", "[task]")
     if not ids:
         raise DriverError("launch_tasks needs at least one offer")
     missing = [o for o in ids if o not in outstanding]
@@ -119,7 +127,7 @@ def reconcile_calls(framework_id: str, tasks: Iterable[TaskStatus | str]) -> lis
         ReconcileTask(task_id=t)
         if isinstance(t, str)
         else ReconcileTask(task_id=t.task_id, slave_id=t.slave_id)
-        for t in tasks
+        for t in listed(tasks, "reconcile_tasks", "tasks", "[status] or [task_id]")
     ]
     if not wanted:
         return [Reconcile(framework_id=framework_id)]

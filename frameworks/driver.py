@@ -22,6 +22,7 @@ from frameworks import errors
 from frameworks.calls import (
     acknowledgement,
     launch_checked,
+    listed,
     made_at_once,
     offer_ids_listed,
     reconcile_calls,
@@ -161,8 +162,8 @@ class SchedulerDriver:
         self.failover_timeout = failover_timeout
         self.framework_id = framework_id
         self.implicit_acknowledgements = implicit_acknowledgements
-        self.min_offer = [r for r in min_offer if r]
-        self.roles = None if roles is None else list(roles)
+        self.min_offer = [r for r in listed(min_offer, "min_offer", "Resources", "[r]") if r]
+        self.roles = None if roles is None else listed(roles, "roles", "roles", f"[{roles!r}]")
         self.capabilities = capabilities_of(
             partition_aware, task_killing, shared_resources, self.roles is not None
         )
@@ -529,9 +530,7 @@ class SchedulerDriver:
         """`roles`, if each is this framework's (else `DriverError`: the master would
         refuse the call whole, as Mesos answers it 400). One role given alone is refused
         saying so (as its characters, it read as roles named "e", "n", "g")."""
-        if isinstance(roles, str):
-            raise DriverError(f"{about} takes a list of roles ([{roles!r}]), not one role")
-        roles, mine = list(roles), self._all_roles()
+        roles, mine = listed(roles, about, "roles", f"[{roles!r}]"), self._all_roles()
         others = sorted(set(roles) - set(mine))
         if others:
             raise DriverError(
@@ -651,9 +650,8 @@ class SchedulerDriver:
         if self._stopped.is_set():
             raise DriverError("the driver is stopped")
         self._call_bus()  # (not subscribed: DriverError)
-        if isinstance(roles, str):
-            raise DriverError(f"update_framework takes a list of roles ([{roles!r}]), not one")
-        new_roles = self.roles if roles is None else list(roles)
+        call = "update_framework"
+        new_roles = self.roles if roles is None else listed(roles, call, "roles", f"[{roles!r}]")
         if new_roles is not None and self.roles is None:
             raise DriverError("update_framework: roles are a MULTI_ROLE framework's")
         was = set(self._all_roles())
@@ -665,6 +663,8 @@ class SchedulerDriver:
             "SHARED_RESOURCES" in caps if shared_resources is None else shared_resources,
             new_roles is not None,
         )
+        if min_offer is not None:
+            min_offer = listed(min_offer, call, "Resources", "[r]")
         minimum = self.min_offer if min_offer is None else [r for r in min_offer if r]
         msg = UpdateFramework(
             framework_id=self.framework_id or "",

@@ -79,12 +79,15 @@ def measure(
         root = os.open(sandbox, _DIR_FLAGS)
     except OSError:
         return Measured(0, 0)
-    top = os.fstat(root)
+    try:
+        top, listing = os.fstat(root), os.scandir(root)
+    except OSError:  # (the look's error: `DiskWatch.look` says it, and looks again)
+        os.close(root)
+        raise
     used, entries, dirs, cut = top.st_blocks * BLOCK, 0, 0, ""
     linked: set[tuple[int, int]] = set()  # (a file of several names: counted once)
-    stack: list[tuple[int, str, Any]] = []
+    stack: list[tuple[int, str, Any]] = [(root, "", listing)]
     try:
-        stack.append((root, "", os.scandir(root)))
         while stack:
             fd, where, names = stack[-1]
             entry = next(names, None)

@@ -127,3 +127,31 @@ async def test_a_party_whose_secret_was_replaced_is_cut_off_and_told_so(tmp_path
             await bus.close()
     finally:
         await broker.stop()
+
+
+async def test_a_connection_of_a_removed_principal_is_ended(tmp_path: Path) -> None:
+    """`auth remove alice` (no new secret): her connection is ended at its next message,
+    as one whose secret was replaced is; it had been refused in everything and left
+    connected, her party alive to itself and lost to everyone (the store's rules, which
+    no longer name her, were read first and answered before her secret was looked at)."""
+    store = provision(tmp_path / "auth", [("master", "master"), ("alice", "framework")])
+    broker = EmbeddedBroker(auth=store.path)
+    await broker.start()
+    try:
+        old = as_principal(broker.url, store, "alice")
+        async with client(old, "alice") as alice:
+            await alice.publish(CALLS, b"before", qos=1)
+            store.remove("alice")
+            async with asyncio.timeout(10):  # (until the broker has read the store)
+                while True:
+                    try:
+                        async with client(old, "alice-again"):
+                            await asyncio.sleep(0.2)  # (a retry's pace)
+                    except aiomqtt.MqttError:
+                        break
+            with contextlib.suppress(aiomqtt.MqttError):  # (refused, or cut off)
+                await alice.publish(CALLS, b"after", qos=1)
+            with pytest.raises(aiomqtt.MqttError):  # (its connection ended)
+                await next_message(alice, 5)
+    finally:
+        await broker.stop()

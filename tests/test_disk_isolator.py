@@ -142,6 +142,37 @@ def test_a_sandbox_that_is_gone_holds_nothing(tmp_path: Path) -> None:
     assert measure(tmp_path / "a-link") == Measured(0, 0)
 
 
+def test_a_sandbox_whose_listing_fails_leaves_no_descriptor_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing that fails at the top (EMFILE, ENOMEM) is the look's error, and the
+    sandbox's descriptor is closed: it was left open, one more at each look."""
+    (tmp_path / "sandbox").mkdir()
+    opened: list[int] = []
+    closed: list[int] = []
+    real_open, real_close = os.open, os.close
+
+    def spy_open(*args: Any, **kwargs: Any) -> int:
+        opened.append(fd := real_open(*args, **kwargs))
+        return fd
+
+    def spy_close(fd: int) -> None:
+        closed.append(fd)
+        real_close(fd)
+
+    def refuse(_fd: Any) -> Any:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(os, "open", spy_open)
+    monkeypatch.setattr(os, "close", spy_close)
+    monkeypatch.setattr(os, "scandir", refuse)
+    with pytest.raises(OSError, match="Too many open files"):
+        measure(tmp_path / "sandbox")
+    monkeypatch.undo()
+    assert len(opened) == 1
+    assert closed == opened
+
+
 def test_a_tasks_disk_is_its_disk_but_its_volumes() -> None:
     assert disk_limit_mb(Resources(cpus=1, mem=64)) is None
     assert disk_limit_mb(Resources(cpus=1, disk=0)) is None

@@ -100,6 +100,21 @@ async def test_one_offer_id_or_one_task_given_alone_is_refused_saying_so(
         await rec.wait(lambda: TaskState.FINISHED in rec.states("t1"))
 
 
+def test_one_role_resources_or_task_id_given_alone_is_refused_where_the_driver_is_made() -> None:
+    """The same habit where the driver is made and in reconcile_tasks: `roles="eng"`
+    subscribed in roles 'e', 'n' and 'g', `min_offer=Resources(...)` kept its field
+    names, and `reconcile_tasks("t1")` asked about tasks 't' and '1' (the answers, each
+    an unknown task, said nothing of t1). Each is refused saying what to write."""
+    with pytest.raises(DriverError, match=r"a list of roles \(\['eng'\]\)"):
+        SchedulerDriver(Scheduler(), name="eng", roles="eng")
+    with pytest.raises(DriverError, match=r"min_offer takes a list of Resources"):
+        SchedulerDriver(Scheduler(), name="eng", min_offer=Resources(cpus=1))  # type: ignore[arg-type]
+    driver = SchedulerDriver(Scheduler(), name="eng", roles=["eng"])
+    assert driver.roles == ["eng"]
+    with pytest.raises(DriverError, match=r"reconcile_tasks takes a list of tasks"):
+        driver.reconcile_tasks("t1")
+
+
 def test_a_scheduler_written_as_for_pymesos_is_refused_at_once_saying_why() -> None:
     """A pymesos habit carried over: a callback written `def` was called, and every call
     failed inside the driver (`object NoneType can't be used in 'await' expression`, in

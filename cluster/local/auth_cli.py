@@ -150,8 +150,9 @@ def revoke(directory: Path, name: str, operation: str) -> None:
 )
 def rotate(directory: Path, name: str, secret_file: bool) -> None:
     """Give a principal a new secret (a leaked one's remedy), the last line printed; its
-    kind, roles and grants stay. Its connections made with the old secret are ended
-    within 2 s, and reconnect only with the new one."""
+    kind, roles and grants stay. A connection made with the old secret is ended at its
+    next message or delivery once the broker has read the store (a second; a framework
+    hears the master's heartbeat every 5 s), and reconnects only with the new one."""
     try:
         secret = Store.open(directory).rotate(name, keep_secret=secret_file)
     except CredentialsError as e:

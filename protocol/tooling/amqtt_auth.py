@@ -195,12 +195,12 @@ class StoreTopicPlugin(BaseTopicPlugin):  # type: ignore[misc]
     ) -> bool | None:
         if session is None or topic is None or action is None:
             return False
-        rules = self._rules.get().get(session.username)
-        if rules is None:
-            return False
         current = self._passwd.get().get(session.username)
         if current is None or getattr(session, CHECKED_AGAINST, None) != current:
             await self._end(session)  # (its secret was replaced, or removed, since)
+            return False
+        rules = self._rules.get().get(session.username)
+        if rules is None:  # (its secret first: a principal removed has no rules either)
             return False
         allowed = rules["write"] if action == Action.PUBLISH else rules["read"]
         return any(filter_allows(pattern, topic) for pattern in allowed)
