@@ -73,7 +73,10 @@ def mean_shares(run: str) -> dict[str, float]:
 @pytest.mark.parametrize(
     ("marker", "says"),
     [
-        ("(`lecture-mirrored`)", lambda: "{op1} each".format(**settled("lecture-mirrored-sim"))),
+        (
+            "(`lecture-mirrored`)",
+            lambda: "{op1} and {op2} (".format(**settled("lecture-mirrored-sim")),
+        ),
         (
             "(`lecture-collusion-honest`)",
             lambda: "| {op3} (".format(**settled("lecture-collusion-honest-sim")),
