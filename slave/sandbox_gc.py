@@ -11,7 +11,9 @@ executor sandbox a live task names are never due.
 The shell (`SandboxGC`), every `interval` (sooner when a sandbox falls due): one look at
 `sandboxes/` and the disk in a thread, the plan on the loop, then in a thread again
 each due sandbox renamed into `sandboxes/gc trash/` (one rename: the task id is free
-again at once; no framework id holds a space) and that emptied, a little at a time.
+again at once; no framework id holds a space) and that emptied, a little at a time,
+for one `interval` a look at most (a process of the tenant's still in a sandbox renamed
+there may feed it for ever: the looks go on).
 Nothing runs on the event loop but the plan. A sandbox's end is the one the shell saw
 (a task or executor it saw live, live no more), kept in memory and set as its
 directory's mtime, so a restarted slave keeps each for what is left of its delay (the
@@ -253,8 +255,10 @@ class SandboxGC:
         for s in taken:  # (each logged in the thread: 10,000 lines held the loop 0.2 s)
             self._ended.pop((s.framework_id, s.name), None)
         self.removed += len(taken)
-        while await _in_thread(self._empty_trash, STEP):
-            pass
+        until = time.monotonic() + self.interval  # (a tenant's process in the trash may
+        while await _in_thread(self._empty_trash, STEP):  # feed it for ever: it holds up
+            if time.monotonic() > until:  # no look, and what is left waits for the next)
+                break
         return p.next_at
 
     # -- in the thread ---------------------------------------------------------------------
