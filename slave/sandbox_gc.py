@@ -11,11 +11,15 @@ executor sandbox a live task names are never due.
 The shell (`SandboxGC`), every `interval` (sooner when a sandbox falls due): one look at
 `sandboxes/` and the disk in a thread, the plan on the loop, then in a thread again
 each due sandbox renamed into `sandboxes/gc trash/` (one rename: the task id is free
-again at once; no framework id holds a space) and that emptied, a little at a time.
-Nothing runs on the event loop but the plan. A sandbox's end is its directory's mtime:
-the shell sets it (as the end it saw) when a task or executor it saw live is live no
-more, so a restarted slave keeps each for what is left of its delay (the ones it did
-not recover included, as a Mesos agent schedules them anew).
+again at once; no framework id holds a space) and that emptied, a little at a time,
+for one `interval` a look at most (a process of the tenant's still in a sandbox renamed
+there may feed it for ever: the looks go on).
+Nothing runs on the event loop but the plan. A sandbox's end is the one the shell saw
+(a task or executor it saw live, live no more), kept in memory and set as its
+directory's mtime, so a restarted slave keeps each for what is left of its delay (the
+ones it did not recover included, as a Mesos agent schedules them anew). The mtime is
+the task's user's to set: it is read once, at a sandbox's first sight ended (a restart,
+a task that ran between two looks), and never later than then.
 
 What lies in a sandbox is its task's: a removal never follows a symlink (it goes, not
 what it names), never enters another file system or a sandbox with anything mounted
@@ -110,6 +114,14 @@ def live_sandboxes(tasks: Mapping[Key, Any], executors: Mapping[Key, Any]) -> se
     return live
 
 
+def sandbox_names(task: Any) -> list[str]:
+    """The sandboxes a task (a TaskInfo) uses: its own, and its executor's if it names one."""
+    names = [task_sandbox_name(task.task_id)]
+    if task.executor is not None:
+        names.append(executor_sandbox_name(task.executor.executor_id))
+    return names
+
+
 def owner_of(name: str) -> dict[str, str]:
     """A sandbox's task or executor id, by its name, for a log line."""
     if name.startswith(EXECUTOR):
@@ -182,10 +194,15 @@ class SandboxGC:
         self._seen, self._ended, self._logged = set(), {}, set()
         self._names = itertools.count()
 
-    async def claimed(self, framework_id: str) -> None:
+    async def claimed(self, framework_id: str, names: Iterable[str] = ()) -> None:
+        """(`names`: the sandboxes the launch uses, whose end, if seen, is forgotten:
+        they end anew.)"""
         while framework_id in self._claimed:
             self._released.clear()
             await self._released.wait()
+        if self._made:
+            for name in names:
+                self._ended.pop((framework_id, name), None)
 
     async def run(self) -> None:
         self._ready()
@@ -207,20 +224,25 @@ class SandboxGC:
         # framework claimed and waits)
         now = time.time()
         live = live_sandboxes(self.tasks, self.executors)
-        for key in self._seen - live:
-            self._ended[key] = now
+        touch = {key: now for key in self._seen - live}
+        self._ended.update(touch)
         self._seen = live
+        for key in live:
+            self._ended.pop(key, None)  # (a task id used again: ends anew)
+        for key in self._ended.keys() - look.sandboxes.keys():
+            del self._ended[key]  # (gone by other hands)
+        for key, mtime in look.sandboxes.items():  # (the mtime, the task's user's, read
+            if key not in live:  # once, never later than now: else an mtime set ahead
+                self._ended.setdefault(key, min(mtime, now))  # kept it for good)
         self.kept = age_kept(self.delay, self.headroom, look.used)
         sandboxes = [
-            Sandbox(f, n, max(mtime, self._ended.get((f, n), mtime)))
+            Sandbox(f, n, self._ended.get((f, n), mtime))
             for (f, n), mtime in look.sandboxes.items()
             if (f, n) not in look.mounted
         ]
         p = plan(sandboxes, look.empty, live, self.kept, now)
         going = {(s.framework_id, s.name) for s in p.due}
-        touch = {k: t for k, t in self._ended.items() if k not in going and k in look.sandboxes}
-        for key in self._ended.keys() - look.sandboxes.keys():
-            del self._ended[key]  # (gone by other hands)
+        touch = {k: t for k, t in touch.items() if k not in going and k in look.sandboxes}
         for key in look.mounted - self._seen:
             self.log.warning("sandbox_gc.mounted", framework_id=key[0], **owner_of(key[1]))
         may_empty = {s.framework_id for s in p.due} - {f for f, _ in live}
@@ -230,13 +252,13 @@ class SandboxGC:
         finally:
             self._claimed = ()
             self._released.set()
-        for key in touch:
-            self._ended.pop(key, None)
         for s in taken:  # (each logged in the thread: 10,000 lines held the loop 0.2 s)
             self._ended.pop((s.framework_id, s.name), None)
         self.removed += len(taken)
-        while await _in_thread(self._empty_trash, STEP):
-            pass
+        until = time.monotonic() + self.interval  # (a tenant's process in the trash may
+        while await _in_thread(self._empty_trash, STEP):  # feed it for ever: it holds up
+            if time.monotonic() > until:  # no look, and what is left waits for the next)
+                break
         return p.next_at
 
     # -- in the thread ---------------------------------------------------------------------

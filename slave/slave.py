@@ -88,7 +88,7 @@ from slave.recovery import recover
 from slave.registrations import Registrations
 from slave.reports import TaskReports
 from slave.runners import Limit, SimulatedRunner
-from slave.sandbox_gc import SandboxGC
+from slave.sandbox_gc import SandboxGC, sandbox_names
 from slave.task_groups import TaskGroups
 from slave.tenancy import Tenancy, start_tenancy
 from slave.updates import OwedUpdates
@@ -628,7 +628,9 @@ class Slave:
     async def _start(self, msg: RunTask, record: TaskRecord) -> None:
         """Start a task; whatever keeps it from starting ends it TASK_FAILED, saying why."""
         try:
-            await self.sandbox_gc.claimed(msg.framework_id)  # (its old sandbox renamed away)
+            await self.sandbox_gc.claimed(  # (its old sandbox renamed away)
+                msg.framework_id, sandbox_names(record.info)
+            )
             await self.owners.own(msg.framework_id, msg.principal)
             await self._start_runner(msg, record)
         except (OSError, ValueError) as e:

@@ -43,7 +43,9 @@ def test_a_sandbox_is_measured_by_its_blocks_its_private_tmp_included(tmp_path: 
     assert 6 * MB <= measured.used < 6 * MB + 64 * 4096  # (directories' blocks)
 
 
-def test_no_symlink_is_followed_and_no_volume_entered(tmp_path: Path) -> None:
+def test_no_symlink_is_followed(tmp_path: Path) -> None:
+    """(A persistent volume is such a link where the task has no namespace, and bound
+    in the task's namespace where it has one: never the slave's to count.)"""
     outside = tmp_path / "outside"
     write(outside / "big", 8)
     sandbox = tmp_path / "sandbox"
@@ -51,12 +53,9 @@ def test_no_symlink_is_followed_and_no_volume_entered(tmp_path: Path) -> None:
     (sandbox / "to-a-dir").symlink_to(outside)
     (sandbox / "to-a-file").symlink_to(outside / "big")
     (sandbox / "loop").symlink_to(".")
-    write(sandbox / "data" / "in-a-volume", 8)  # a persistent volume's place
-    write(sandbox / "nested" / "vol" / "in-a-volume", 8)
-    measured = measure(sandbox, skip={"data", "nested/vol"})
+    measured = measure(sandbox)
     assert measured.whole
     assert MB <= measured.used < 2 * MB
-    assert measure(sandbox).used > 17 * MB  # (the volumes' places, not skipped)
 
 
 def test_a_mount_in_the_sandbox_is_not_crossed(tmp_path: Path) -> None:
