@@ -180,6 +180,7 @@ class SandboxGC:
         self._ended: dict[Key, float]  # seen ending: their mtime to set
         self._names: Iterator[int]
         self._logged: set[str]  # what stays in the trash, said once
+        self._told_mounted: set[Key]  # sandboxes with a mount, said at the last look
         self._made = False
         self.root: Path
         self.trash: Path
@@ -191,7 +192,7 @@ class SandboxGC:
         self.root = self.work_dir / "sandboxes"
         self.trash = self.root / TRASH
         self._released, self._stop = asyncio.Event(), threading.Event()
-        self._seen, self._ended, self._logged = set(), {}, set()
+        self._seen, self._ended, self._logged, self._told_mounted = set(), {}, set(), set()
         self._names = itertools.count()
 
     async def claimed(self, framework_id: str, names: Iterable[str] = ()) -> None:
@@ -208,7 +209,12 @@ class SandboxGC:
         self._ready()
         try:
             while True:
-                next_at = await self.once()
+                try:
+                    next_at = await self.once()
+                except Exception as e:  # (a look that failed: said, and the next one made;
+                    # else collecting stopped for good, in silence, until a restart)
+                    self.log.warning("sandbox_gc.look_failed", error=repr(e)[:200])
+                    next_at = None
                 wait = self.interval
                 if next_at is not None:
                     wait = min(wait, max(0.0, next_at - time.time()))
@@ -243,8 +249,9 @@ class SandboxGC:
         p = plan(sandboxes, look.empty, live, self.kept, now)
         going = {(s.framework_id, s.name) for s in p.due}
         touch = {k: t for k, t in touch.items() if k not in going and k in look.sandboxes}
-        for key in look.mounted - self._seen:
+        for key in look.mounted - self._seen - self._told_mounted:  # (once while it stays)
             self.log.warning("sandbox_gc.mounted", framework_id=key[0], **owner_of(key[1]))
+        self._told_mounted = look.mounted
         may_empty = {s.framework_id for s in p.due} - {f for f, _ in live}
         self._claimed = {s.framework_id for s in p.due} | set(p.empty)
         try:
@@ -282,8 +289,7 @@ class SandboxGC:
                 except OSError:
                     continue
                 try:
-                    with os.scandir(fd) as entries:
-                        names = {e.name: e.stat(follow_symlinks=False).st_mtime for e in entries}
+                    names = _mtimes(fd)
                 except OSError:
                     continue
                 finally:
@@ -506,6 +512,18 @@ def _names(fd: int) -> list[str]:
             return [e.name for e in entries]
     except OSError:
         return []
+
+
+def _mtimes(fd: int) -> dict[str, float]:
+    """The names in a directory and their mtimes; one gone between the listing and its
+    stat is left out, not the whole directory (whose ends seen would then be forgotten
+    as gone by other hands, and its ended sandboxes timed anew from their mtimes)."""
+    found: dict[str, float] = {}
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            with contextlib.suppress(FileNotFoundError):
+                found[entry.name] = entry.stat(follow_symlinks=False).st_mtime
+    return found
 
 
 def _dirs(fd: int) -> list[str]:

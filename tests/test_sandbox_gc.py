@@ -5,6 +5,7 @@ never followed, nesting deeper than the descriptors it holds, a slave restarted)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc as pygc
 import os
 import subprocess
@@ -14,13 +15,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from protocol import logs
+from protocol.transport.aio import cancel_and_wait
 from protocol.wire.messages import ReadFile
+from slave import sandbox_gc
 from slave.files import read_sandbox_file
 from slave.sandbox_gc import MAX_DEPTH, TRASH, Sandbox, SandboxGC, age_kept, plan
 
@@ -299,3 +304,51 @@ async def test_a_sandbox_with_a_mount_under_it_is_left_alone(tmp_path: Path, mou
     await asyncio.to_thread(subprocess.run, ["umount", str(mounted)], check=True)
     await gc.once()
     assert not sandbox.exists()
+
+
+async def test_a_look_that_fails_is_said_and_the_next_one_made(tmp_path: Path) -> None:
+    """A look that raises (sandboxes/ unreadable a moment): collecting goes on at the
+    next look; it used to end the collector's loop for good, in silence (review92)."""
+    old = make_sandbox(tmp_path, "f1", "old", 200)
+    gc = SandboxGC(tmp_path, 100.0, 0.01, 0.0, {}, {}, logs.get("test"))
+    real, failed = gc._look, [False]
+
+    def failing_once() -> Any:
+        if not failed[0]:
+            failed[0] = True
+            raise OSError(5, "Input/output error")
+        return real()
+
+    gc._look = failing_once  # type: ignore[method-assign]
+    with capture_logs() as said:
+        collecting = asyncio.create_task(gc.run())
+        try:
+            await eventually(lambda: not old.exists())
+        finally:
+            await cancel_and_wait(collecting)
+    assert any(e["event"] == "sandbox_gc.look_failed" for e in said)
+
+
+def test_a_sandbox_gone_between_listing_and_stat_leaves_the_others_read(tmp_path: Path) -> None:
+    """One name gone between the listing and its stat is left out, not its framework's
+    whole directory (whose ends seen would then be forgotten: review92)."""
+    make_sandbox(tmp_path, "f1", "b", 10)
+
+    class Gone:
+        name = "a"
+
+        def stat(self, follow_symlinks: bool = True) -> os.stat_result:
+            raise FileNotFoundError(2, "No such file or directory")
+
+    real = os.scandir
+
+    def listing(fd: int) -> Any:
+        return contextlib.nullcontext([Gone(), *real(fd)])
+
+    fd = os.open(tmp_path / "sandboxes" / "f1", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with mock.patch.object(sandbox_gc.os, "scandir", listing):
+            found = sandbox_gc._mtimes(fd)
+    finally:
+        os.close(fd)
+    assert set(found) == {"b"}
