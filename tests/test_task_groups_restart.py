@@ -83,7 +83,12 @@ async def test_a_group_is_kept_across_a_slave_restart_and_still_goes_down_togeth
                 if (u.status.task_id, u.status.state) == (task_id, state)
             )
 
-        await fw.inbox.wait_until(lambda: fw.heard("web", TaskState.KILLED), timeout=60)
+        # (each task's updates are a stream of their own: which the framework hears
+        # first is not promised, as in Mesos; a loaded run heard web's KILLED first)
+        await fw.inbox.wait_until(
+            lambda: fw.heard("web", TaskState.KILLED) and fw.heard("job", TaskState.FAILED),
+            timeout=60,
+        )
         assert ended("job", TaskState.FAILED).status.executor_id == "pod"
         killed = ended("web", TaskState.KILLED).status
         assert killed.message == "killed: task job of its group ended TASK_FAILED"

@@ -533,13 +533,13 @@ async def test_an_operator_sets_quota_at_run_time_and_it_is_kept_in_the_roles_fi
     secure: Secure, tmp_path: Path
 ) -> None:
     from cluster.local.view import operator_call
-    from master.roles_file import load_roles
+    from master.roles_file import RolesFileKeeper, load_roles
     from protocol.wire.messages import SetQuota
 
     roles = tmp_path / "roles.yaml"
     roles.write_text("roles:\n  alice: {weight: 2}\n")
-    secure.master.operator.roles_path = roles
     secure.master.operator.roles = load_roles(roles)
+    secure.master.operator.roles_file = RolesFileKeeper(roles, secure.master.operator.roles)
 
     def quota_of(role: str) -> Callable[[ClusterEvent], bool]:
         return lambda e: e.kind == "quota" and e.detail.startswith(f"{role}:")
