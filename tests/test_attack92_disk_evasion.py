@@ -19,9 +19,6 @@ left as known, strict xfails, said in the isolation how-to's "Not held".
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -32,8 +29,7 @@ from protocol.wire.messages import Reason, TaskState
 from protocol.wire.resources import Resources
 
 from harness.fakes import FakeFramework
-from harness.helpers import kill_processes_under, need_root
-from harness.slave import Rig, reap, slave_process
+from harness.slave import Rig, root_work
 
 OVER = Resources(cpus=0.1, mem=32, disk=4)  # (12 MB written: three times its disk)
 
@@ -44,22 +40,13 @@ async def watched_slave(
 ) -> AsyncIterator[tuple[Rig, FakeFramework]]:
     """A root slave that measures sandboxes every 0.2 s, its work dir under /var/lib (so
     that its tasks get a /tmp of their own), and a framework on it."""
-    need_root()
-    base = Path(tempfile.mkdtemp(prefix="drfmesos-disk-", dir="/var/lib"))
-    os.chmod(base, 0o711)
-    work = base / "slave"
-    async with contextlib.AsyncExitStack() as stack:
-        stack.callback(shutil.rmtree, base, ignore_errors=True)
-        stack.callback(kill_processes_under, work)
-        rig = Rig(mosquitto, tmp_path, stack)
-        await rig.start_master()
+    async with root_work(mosquitto, tmp_path, "drfmesos-disk-") as w:
+        rig = w.rig
         fw = await rig.framework("mallory")
-        proc = await slave_process(
-            mosquitto, work, "--resources", "cpus:2;mem:512;disk:100",
+        await w.start_slave(
+            "--resources", "cpus:2;mem:512;disk:100",
             "--container-disk-watch-interval", "0.2",
-            "--task-uid-map", str(base / "task-uids.json"),
         )  # fmt: skip
-        stack.push_async_callback(reap, proc)
         yield rig, fw
 
 

@@ -13,10 +13,6 @@ followed): nothing there is the volume's, so nothing is left out.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from protocol.tooling.brokers import MosquittoBroker
@@ -25,8 +21,7 @@ from protocol.wire.messages import Reason, TaskState
 from protocol.wire.resources import Resources
 
 from harness.fakes import FakeFramework
-from harness.helpers import kill_processes_under, need_root
-from harness.slave import Rig, T, reap, slave_process
+from harness.slave import T, root_work
 
 VOLUME = "disk(team)[v1:tmp]"
 
@@ -34,26 +29,17 @@ VOLUME = "disk(team)[v1:tmp]"
 async def test_a_volume_at_tmp_leaves_the_tasks_tmp_measured(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
-    need_root()  # (a /tmp of the task's own, and its volume bound, in its namespace)
-    base = Path(tempfile.mkdtemp(prefix="drfmesos-disk-", dir="/var/lib"))
-    os.chmod(base, 0o711)
-    work = base / "slave"
-    async with contextlib.AsyncExitStack() as stack:
-        stack.callback(shutil.rmtree, base, ignore_errors=True)
-        stack.callback(kill_processes_under, work)
-        rig = Rig(mosquitto, tmp_path, stack)
-        await rig.start_master()
+    async with root_work(mosquitto, tmp_path, "drfmesos-disk-") as w:
+        rig = w.rig
         inbox = T.framework("framework", "mallory")
-        bus = await stack.enter_async_context(Bus(mosquitto.url, name="mallory", inbox=inbox))
+        bus = await rig.stack.enter_async_context(Bus(mosquitto.url, name="mallory", inbox=inbox))
         fw = FakeFramework(bus, T, "mallory", acknowledging=True)
         await bus.subscribe(inbox, fw.receive)
         await fw.subscribe("mallory", failover_timeout=60, role="team")
-        proc = await slave_process(
-            mosquitto, work, "--resources", f"cpus:2;mem:512;disk:100;{VOLUME}:16",
+        await w.start_slave(
+            "--resources", f"cpus:2;mem:512;disk:100;{VOLUME}:16",
             "--container-disk-watch-interval", "0.2",
-            "--task-uid-map", str(base / "task-uids.json"),
         )  # fmt: skip
-        stack.push_async_callback(reap, proc)
 
         fill = "head -c 12M /dev/zero > /tmp/fill && exec sleep 300"
         resources = Resources.parse(f"cpus:0.1;mem:32;disk:4;{VOLUME}:16")

@@ -12,10 +12,7 @@ kept in memory; the mtime is read once (a slave restarted), never later than now
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,8 +21,8 @@ from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import TaskState
 from slave.sandbox_gc import SandboxGC
 
-from harness.helpers import eventually, kill_processes_under, need_root
-from harness.slave import Rig, reap, slave_process
+from harness.helpers import eventually
+from harness.slave import root_work
 
 YEAR_2100 = 4_102_444_800
 # a task of the same principal, its sandbox beside t1's: t1's end kept in the future
@@ -35,21 +32,13 @@ KEEPER = f"while :; do touch -d @{YEAR_2100} ../t1 2>/dev/null; sleep 0.05; done
 async def test_an_ended_sandbox_goes_though_a_task_of_its_user_sets_its_mtime_ahead(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
-    need_root()  # (tasks as their principal's user, as a tenant's run)
-    base = Path(tempfile.mkdtemp(prefix="drfmesos-gc-", dir="/var/lib"))
-    os.chmod(base, 0o711)
-    work = base / "slave"
-    async with contextlib.AsyncExitStack() as stack:
-        stack.callback(shutil.rmtree, base, ignore_errors=True)
-        stack.callback(kill_processes_under, work)
-        rig = Rig(mosquitto, tmp_path, stack)
-        await rig.start_master()
+    async with root_work(mosquitto, tmp_path, "drfmesos-gc-") as w:
+        rig, work = w.rig, w.work
         fw = await rig.framework("mallory")
-        proc = await slave_process(
-            mosquitto, work, "--gc-delay", "1", "--disk-watch-interval", "0.2",
-            "--gc-disk-headroom", "0", "--task-uid-map", str(base / "task-uids.json"),
+        await w.start_slave(
+            "--gc-delay", "1", "--disk-watch-interval", "0.2",
+            "--gc-disk-headroom", "0",
         )  # fmt: skip
-        stack.push_async_callback(reap, proc)
         sandboxes = work / "sandboxes" / fw.framework_id
 
         await rig.launch(fw, KEEPER, "keeper")

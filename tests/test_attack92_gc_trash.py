@@ -14,17 +14,13 @@ emptied for one interval at most a look; what is left waits for the next.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from protocol.tooling.brokers import MosquittoBroker
 from protocol.wire.messages import TaskState
 
-from harness.helpers import eventually, kill_processes_under, need_root
-from harness.slave import Rig, reap, slave_process
+from harness.helpers import eventually
+from harness.slave import root_work
 
 # (an empty directory: one mkdir for the tenant, five calls for the collector to remove)
 FEED = "import itertools, os\nfor i in itertools.count():\n    os.mkdir(f'd{i}')\n"
@@ -39,21 +35,13 @@ KEEPER = (
 async def test_a_tenant_feeding_the_trash_does_not_stop_other_sandboxes_going(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
-    need_root()  # (tasks as their principal's user, as a tenant's run)
-    base = Path(tempfile.mkdtemp(prefix="drfmesos-gc-", dir="/var/lib"))
-    os.chmod(base, 0o711)
-    work = base / "slave"
-    async with contextlib.AsyncExitStack() as stack:
-        stack.callback(shutil.rmtree, base, ignore_errors=True)
-        stack.callback(kill_processes_under, work)
-        rig = Rig(mosquitto, tmp_path, stack)
-        await rig.start_master()
+    async with root_work(mosquitto, tmp_path, "drfmesos-gc-") as w:
+        rig, work = w.rig, w.work
         mallory = await rig.framework("mallory")
-        proc = await slave_process(
-            mosquitto, work, "--gc-delay", "1", "--disk-watch-interval", "0.5",
-            "--gc-disk-headroom", "0", "--task-uid-map", str(base / "task-uids.json"),
+        await w.start_slave(
+            "--gc-delay", "1", "--disk-watch-interval", "0.5",
+            "--gc-disk-headroom", "0",
         )  # fmt: skip
-        stack.push_async_callback(reap, proc)
         sandboxes = work / "sandboxes"
 
         await rig.launch(mallory, KEEPER, "keeper")

@@ -6,10 +6,6 @@ disk runs on, and what it holds reaches the master with its usage."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from protocol.tooling.brokers import MosquittoBroker
@@ -17,8 +13,8 @@ from protocol.wire.messages import Reason, Source, TaskState, Update
 from protocol.wire.resources import Resources
 from slave.disk_isolator import MB
 
-from harness.helpers import eventually, kill_processes_under, need_root
-from harness.slave import Rig, reap, slave_process
+from harness.helpers import eventually
+from harness.slave import root_work
 
 FILL = "head -c {mb}M /dev/zero > /tmp/fill && exec sleep 300"  # (then waits for its kill)
 
@@ -26,24 +22,14 @@ FILL = "head -c {mb}M /dev/zero > /tmp/fill && exec sleep 300"  # (then waits fo
 async def test_a_task_that_writes_past_its_disk_fails_and_one_within_runs_on(
     mosquitto: MosquittoBroker, tmp_path: Path
 ) -> None:
-    need_root()  # (its tasks' users, and a /tmp of their own)
-    # its work dir outside the host's /tmp, where others pass (as /var/lib): else its
-    # tasks get no /tmp of their own, and write to the host's
-    base = Path(tempfile.mkdtemp(prefix="drfmesos-disk-", dir="/var/lib"))
-    os.chmod(base, 0o711)
-    work = base / "slave"
-    async with contextlib.AsyncExitStack() as stack:
-        stack.callback(shutil.rmtree, base, ignore_errors=True)
-        stack.callback(kill_processes_under, work)  # (then what the slave left)
-        rig = Rig(mosquitto, tmp_path, stack)
-        master = await rig.start_master()
+    async with root_work(mosquitto, tmp_path, "drfmesos-disk-") as w:
+        rig = w.rig
+        master = rig.master
         fw = await rig.framework("mallory")
-        proc = await slave_process(
-            mosquitto, work, "--resources", "cpus:2;mem:512;disk:100",
+        await w.start_slave(
+            "--resources", "cpus:2;mem:512;disk:100",
             "--container-disk-watch-interval", "0.2", "--usage-interval", "0.2",
-            "--task-uid-map", str(base / "task-uids.json"),
         )  # fmt: skip
-        stack.push_async_callback(reap, proc)
         await rig.launch(fw, FILL.format(mb=2), "within", Resources(cpus=0.1, mem=32, disk=8))
         await fw.update_for("within", TaskState.RUNNING, timeout=20)
 

@@ -7,8 +7,10 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,7 @@ from protocol.wire.topics import Topics
 from slave.slave import Slave, SlaveConfig
 
 from harness.fakes import FakeFramework
-from harness.helpers import eventually, kill_processes_under
+from harness.helpers import eventually, kill_processes_under, need_root
 
 T = Topics("stest")
 
@@ -181,6 +183,41 @@ async def reap(proc: asyncio.subprocess.Process) -> None:
         except TimeoutError:
             proc.kill()
             await proc.wait()
+
+
+@dataclasses.dataclass
+class RootWork:
+    """A rig's master, and a work dir for a root slave process under /var/lib (where others
+    pass: its tasks get a /tmp of their own, which under the host's /tmp they do not)."""
+
+    rig: Rig
+    work: Path
+    task_uids: Path  # (its principals' uids, in a map of its own)
+
+    async def start_slave(self, *flags: str) -> asyncio.subprocess.Process:
+        proc = await slave_process(
+            self.rig.broker, self.work, *flags, "--task-uid-map", str(self.task_uids)
+        )
+        self.rig.stack.push_async_callback(reap, proc)
+        return proc
+
+
+@contextlib.asynccontextmanager
+async def root_work(
+    mosquitto: MosquittoBroker, tmp_path: Path, prefix: str
+) -> AsyncIterator[RootWork]:
+    """`RootWork` (root needed, else the test is skipped); at its end every process left
+    under the work dir is killed and the dir removed."""
+    need_root()
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/lib"))
+    os.chmod(base, 0o711)
+    work = base / "slave"
+    async with contextlib.AsyncExitStack() as stack:
+        stack.callback(shutil.rmtree, base, ignore_errors=True)
+        stack.callback(kill_processes_under, work)  # (then what the slave left)
+        rig = Rig(mosquitto, tmp_path, stack)
+        await rig.start_master()
+        yield RootWork(rig, work, base / "task-uids.json")
 
 
 class SlaveProcess:
