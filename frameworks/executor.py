@@ -40,7 +40,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, Literal
 
+from frameworks import callbacks
 from frameworks.calls import Made, made_at_once
+from frameworks.errors import DriverError
 from frameworks.executor_health import ExecutorHealth
 from protocol import logs
 from protocol.transport.aio import cancel_and_wait, within
@@ -91,6 +93,28 @@ class Executor:
         """The slave refused something this executor sent."""
 
 
+PYMESOS_NAMES = {
+    "launchTask": "launch_task",
+    "killTask": "kill_task",
+    "frameworkMessage": "framework_message",
+}
+"""pymesos's executor callbacks by our names: an executor written as for pymesos defines
+the first."""
+
+
+def callbacks_problem(executor: Executor) -> str | None:
+    """Why the driver could not call `executor`'s callbacks, or None: one written `def`,
+    or one named as pymesos names it (`launchTask`) where ours (`launch_task`) is not
+    (`frameworks.callbacks`)."""
+    return callbacks.problem(
+        executor,
+        Executor,
+        PYMESOS_NAMES,
+        "a pymesos executor runs as it is under frameworks.mesos_executor, "
+        "docs/reference/mesos-api.md",
+    )
+
+
 class ExecutorDriver:
     def __init__(
         self,
@@ -102,6 +126,10 @@ class ExecutorDriver:
         executor_id: str | None = None,
         token: str | None = None,
     ) -> None:
+        """Raises `DriverError` at once for an executor whose callbacks it could not call
+        (one written `def`, or named as pymesos names it: `launchTask`)."""
+        if (problem := callbacks_problem(executor)) is not None:
+            raise DriverError(problem)
         env = os.environ
         self.executor = executor
         self.channel_fd = channel_fd if channel_fd is not None else int(env["DRFMESOS_EXECUTOR_FD"])

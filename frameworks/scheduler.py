@@ -24,11 +24,11 @@ helpers that build tasks.
 
 from __future__ import annotations
 
-import inspect
 import uuid
 from collections.abc import Iterable
 from typing import Literal, Protocol
 
+from frameworks import callbacks
 from frameworks.calls import Made
 from protocol.wire.discrete import Discrete
 from protocol.wire.messages import (
@@ -185,22 +185,15 @@ PYMESOS_NAMES = {
 
 
 def callbacks_problem(scheduler: Scheduler) -> str | None:
-    """Why the driver could not call `scheduler`'s callbacks, or None: one written `def`
-    (it would fail at every call, inside the driver), or one named as pymesos names it
-    (`resourceOffers`) where ours (`resource_offers`) is not: it would never be called."""
-    kind = type(scheduler).__name__
-    for name in vars(Scheduler):
-        method = getattr(scheduler, name)
-        if not name.startswith("_") and not inspect.iscoroutinefunction(method):
-            return f"{kind}.{name} must be `async def`: the driver awaits each callback"
-    for camel, ours in PYMESOS_NAMES.items():
-        if hasattr(scheduler, camel) and getattr(type(scheduler), ours) is getattr(Scheduler, ours):
-            return (
-                f"{kind} defines {camel}, pymesos's name, which the driver never calls: "
-                f"name it {ours} (`async def`; a pymesos scheduler runs as it is against "
-                "the master's --http, docs/how-to/mesos.md)"
-            )
-    return None
+    """Why the driver could not call `scheduler`'s callbacks, or None: one written `def`,
+    or one named as pymesos names it (`resourceOffers`) where ours (`resource_offers`) is
+    not (`frameworks.callbacks`)."""
+    return callbacks.problem(
+        scheduler,
+        Scheduler,
+        PYMESOS_NAMES,
+        "a pymesos scheduler runs as it is against the master's --http, docs/how-to/mesos.md",
+    )
 
 
 def build_task(

@@ -21,11 +21,14 @@ from cluster.local.view import wait_state
 from frameworks import (
     Driver,
     DriverError,
+    Executor,
+    ExecutorDriver,
     Filters,
     Offer,
     Resources,
     Scheduler,
     SchedulerDriver,
+    TaskInfo,
     TaskState,
     build_task,
 )
@@ -139,6 +142,44 @@ def test_a_scheduler_written_as_for_pymesos_is_refused_at_once_saying_why() -> N
             pass
 
     SchedulerDriver(Both(), name="both")
+
+
+def test_an_executor_written_as_for_pymesos_is_refused_at_once_saying_why() -> None:
+    """As a scheduler's: an executor's `def launch_task` failed at every task inside the
+    driver (`executor.handler_failed`, in a log line) and the task sat staging; one named
+    `launchTask` was never called, the task staging just the same. The driver refuses
+    either executor as it is made, naming the method and what to write."""
+
+    class Plain(Executor):
+        def launch_task(self, driver: ExecutorDriver, task: TaskInfo) -> None:  # type: ignore[override]
+            pass
+
+    class PlainShutdown(Executor):
+        def shutdown(self, driver: ExecutorDriver) -> None:  # type: ignore[override]
+            pass
+
+    class Camel(Executor):
+        async def launchTask(self, driver: ExecutorDriver, task: TaskInfo) -> None:
+            pass
+
+    class Both(Camel):  # a pymesos executor's method beside ours is its own business
+        async def launch_task(self, driver: ExecutorDriver, task: TaskInfo) -> None:
+            pass
+
+    def driver(executor: Executor) -> ExecutorDriver:
+        return ExecutorDriver(
+            executor, channel_fd=0, slave_id="s", framework_id="f", executor_id="e"
+        )
+
+    with pytest.raises(DriverError, match=r"Plain.launch_task must be `async def`"):
+        driver(Plain())
+    with pytest.raises(DriverError, match=r"PlainShutdown.shutdown must be `async def`"):
+        driver(PlainShutdown())
+    with pytest.raises(
+        DriverError, match=r"Camel defines launchTask, pymesos's name.*name it launch_task"
+    ):
+        driver(Camel())
+    assert driver(Both()).executor_id == "e"
 
 
 async def test_a_call_made_without_await_still_happens_and_stop_may_be_awaited(
