@@ -10,7 +10,7 @@ the calls coroutines, a forgotten `await` would make one silently do nothing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel
@@ -20,7 +20,9 @@ from protocol.wire.discrete import Discrete
 from protocol.wire.launches import OfferRoom
 from protocol.wire.messages import (
     MAX_RECONCILE_TASKS,
+    Accept,
     Acknowledge,
+    Filters,
     Offer,
     OfferOperation,
     Reconcile,
@@ -64,40 +66,50 @@ def offer_ids_listed(offer_ids: Iterable[str], call: str) -> list[str]:
     return list(dict.fromkeys(listed(offer_ids, call, "offer ids", "[offer.offer_id]")))
 
 
+def outstanding_ids(
+    outstanding: Mapping[str, Offer], offer_ids: Iterable[str], call: str
+) -> list[str]:
+    """`offer_ids` (`offer_ids_listed`), each still outstanding, or `DriverError`."""
+    ids = offer_ids_listed(offer_ids, call)
+    missing = [o for o in ids if o not in outstanding]
+    if missing:
+        raise DriverError(
+            f"{call}: offers {', '.join(missing)} are not outstanding "
+            "(rescinded, already used, or never offered)"
+        )
+    return ids
+
+
 def launch_checked(
-    outstanding: dict[str, Offer],
+    call: str,
+    outstanding: Mapping[str, Offer],
     offer_ids: Iterable[str],
     tasks: list[TaskInfo],
-    operations: Iterable[OfferOperation] = (),
-    groups: Iterable[TaskGroup] = (),
+    operations: Sequence[OfferOperation] = (),
+    groups: Sequence[TaskGroup] = (),
 ) -> list[str]:
     """The offers a launch uses, once it is sure they can hold its tasks: each offer still
     outstanding, all on one slave, holding what the tasks need as the master counts it (a
     new custom executor's resources too: `protocol.wire.launches`) after `operations` (a
     RESERVE or CREATE) made of them, the tasks on that slave, then each task group's
-    (its new executor's resources and its tasks', all of it). Else `DriverError`, and
-    nothing is sent (a silent drop would leave a framework waiting for tasks the master
-    refused)."""
-    ids = offer_ids_listed(offer_ids, "launch_tasks")
-    listed(tasks, "launch_tasks", "tasks", "[task]")
+    (its new executor's resources and its tasks', all of it). Else `DriverError`, which
+    names `call`, the call the framework made (`launch_tasks`, `launch_group`,
+    `accept_offers`), and nothing is sent (a silent drop would leave a framework waiting
+    for tasks the master refused)."""
+    ids = outstanding_ids(outstanding, offer_ids, call)
+    listed(tasks, call, "tasks", "[task]")
     if not ids:
-        raise DriverError("launch_tasks needs at least one offer")
-    missing = [o for o in ids if o not in outstanding]
-    if missing:
-        raise DriverError(
-            f"offers {', '.join(missing)} are not outstanding "
-            "(rescinded, already used, or never offered)"
-        )
+        raise DriverError(f"{call} needs at least one offer")
     offers = [outstanding[o] for o in ids]
     if len({o.slave_id for o in offers}) > 1:
-        raise DriverError("all offers in one launch must be on the same slave")
+        raise DriverError(f"{call}: all offers in one launch must be on the same slave")
     running = {eid: None for o in offers for eid in o.executor_ids}
     left = sum((o.resources for o in offers), Resources())
     for op in operations:  # (validated as built: its conversion is known to be one)
         consumed, converted = op.conversion()
         used = Resources.from_millis(consumed)
         if not left.contains(used):
-            raise DriverError(f"{op.type} needs {used} but the offers hold {left}")
+            raise DriverError(f"{call}: {op.type} needs {used} but the offers hold {left}")
         left = left - used
         if op.type not in NON_SPECULATIVE:  # (a resized volume is offered again, later)
             left = left + Resources.from_millis(converted)
@@ -106,16 +118,41 @@ def launch_checked(
     for task in tasks:
         problem = room.problem(task)
         if problem is not None:
-            raise DriverError(problem)
+            raise DriverError(f"{call}: {problem}")
         room.take(task)
     for group in groups:
         problem = room.group_problem(group)
         if problem is not None:
-            raise DriverError(f"task group of executor {group.executor_id}: {problem}")
+            raise DriverError(f"{call}: task group of executor {group.executor_id}: {problem}")
         room.take_executor(group.executor_id, group.executor_resources)
         for task in group.tasks:
             room.take(task)
     return ids
+
+
+def accept_checked(
+    call: str,
+    framework_id: str | None,
+    outstanding: Mapping[str, Offer],
+    offer_ids: Iterable[str],
+    tasks: list[TaskInfo],
+    filters: Filters | None = None,
+    operations: Iterable[OfferOperation] = (),
+    groups: Iterable[TaskGroup] = (),
+) -> Accept:
+    """The Accept that `call` (`launch_tasks`, `launch_group`, `accept_offers`) sends, once
+    `launch_checked` passes it."""
+    ops = listed(operations, call, "operations", "[operation]")
+    grouped = listed(groups, call, "task groups", "[group]")
+    ids = launch_checked(call, outstanding, offer_ids, tasks, ops, grouped)
+    return Accept(
+        framework_id=framework_id or "",
+        offer_ids=ids,
+        tasks=tasks,
+        filters=filters or Filters(),
+        operations=ops,
+        groups=grouped,
+    )
 
 
 def reconcile_calls(framework_id: str, tasks: Iterable[TaskStatus | str]) -> list[Reconcile]:

@@ -20,11 +20,11 @@ from typing import Literal, TypeVar
 
 from frameworks import errors
 from frameworks.calls import (
+    accept_checked,
     acknowledgement,
-    launch_checked,
     listed,
     made_at_once,
-    offer_ids_listed,
+    outstanding_ids,
     reconcile_calls,
     unauthenticated_principal,
 )
@@ -43,7 +43,6 @@ from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
 from protocol.transport.patience import Patience
 from protocol.wire.messages import (
-    Accept,
     Decline,
     Error,
     Failure,
@@ -415,7 +414,7 @@ class SchedulerDriver:
         self, offer_ids: Iterable[str], tasks: list[TaskInfo], filters: Filters | None = None
     ) -> None:
         """Use offers for `tasks`; what the tasks leave unused goes back with `filters`."""
-        self.accept_offers(offer_ids, tasks, filters)
+        self._accept("launch_tasks", offer_ids, tasks, filters, [], [])
 
     @made_at_once
     def launch_group(
@@ -438,9 +437,9 @@ class SchedulerDriver:
         group = TaskGroup(
             executor_id=executor_id,
             executor_resources=executor_resources or Resources(),
-            tasks=tasks,
+            tasks=listed(tasks, "launch_group", "tasks", "[task]"),
         )
-        self.accept_offers(offer_ids, [], filters, groups=[group])
+        self._accept("launch_group", offer_ids, [], filters, [], [group])
 
     @made_at_once
     def accept_offers(
@@ -456,22 +455,26 @@ class SchedulerDriver:
         docs, reservations) applied to the offers first, in order, so the tasks may use
         what they make (not a resized volume: it comes in a later offer); and `groups`,
         task groups each launched all or none after the tasks (see `launch_group`)."""
+        self._accept("accept_offers", offer_ids, tasks, filters, operations or [], groups or [])
+
+    def _accept(
+        self,
+        call: str,  # the launch call made, which its refusals name
+        offer_ids: Iterable[str],
+        tasks: list[TaskInfo],
+        filters: Filters | None,
+        operations: list[OfferOperation],
+        groups: list[TaskGroup],
+    ) -> None:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call_bus()  # (subscribed, or DriverError)
-        ids = launch_checked(self.offers, offer_ids, tasks, operations or (), groups or ())
-        for o in ids:
-            del self.offers[o]
-        self._call(
-            Accept(
-                framework_id=self.framework_id or "",
-                offer_ids=ids,
-                tasks=tasks,
-                filters=filters or Filters(),
-                operations=operations or [],
-                groups=groups or [],
-            ),
+        accept = accept_checked(
+            call, self.framework_id, self.offers, offer_ids, tasks, filters, operations, groups
         )
+        for o in accept.offer_ids:
+            del self.offers[o]
+        self._call(accept)
 
     @made_at_once
     def decline_offer(self, offer_id: str, filters: Filters | None = None) -> None:
@@ -484,10 +487,7 @@ class SchedulerDriver:
         if self._stopped.is_set():
             return  # as the Mesos driver: calls after stop() do nothing
         self._call_bus()  # (subscribed, or DriverError)
-        ids = offer_ids_listed(offer_ids, "decline_offers")
-        missing = [o for o in ids if o not in self.offers]
-        if missing:
-            raise DriverError(f"offers {', '.join(missing)} are not outstanding")
+        ids = outstanding_ids(self.offers, offer_ids, "decline_offers")
         if not ids:
             return
         for o in ids:

@@ -45,16 +45,20 @@ def test_the_driver_refuses_a_launch_whose_new_executor_does_not_fit() -> None:
     """The task fits the offer, the task and its new executor together do not: the
     master would refuse it, so the driver does before sending it."""
     with pytest.raises(DriverError, match=r"short of cpus:0\.5"):
-        launch_checked({"o1": offer(2, 1024)}, ["o1"], [task("t1", 1.5)])
+        launch_checked("launch_tasks", {"o1": offer(2, 1024)}, ["o1"], [task("t1", 1.5)])
 
 
 def test_an_executor_is_counted_once_a_launch_and_not_once_it_runs_there() -> None:
-    assert launch_checked({"o1": offer(2, 1024)}, ["o1"], [task("t1", 0.5), task("t2", 0.5)])
+    assert launch_checked(
+        "launch_tasks", {"o1": offer(2, 1024)}, ["o1"], [task("t1", 0.5), task("t2", 0.5)]
+    )
     with pytest.raises(DriverError, match="task t2"):
-        launch_checked({"o1": offer(2, 1024)}, ["o1"], [task("t1", 0.5), task("t2", 1)])
+        launch_checked(
+            "launch_tasks", {"o1": offer(2, 1024)}, ["o1"], [task("t1", 0.5), task("t2", 1)]
+        )
     # running there already (the offer says so): only the tasks' own resources
     running = {"o1": offer(2, 1024, ["ex"])}
-    assert launch_checked(running, ["o1"], [task("t1", 1), task("t2", 1)])
+    assert launch_checked("launch_tasks", running, ["o1"], [task("t1", 1), task("t2", 1)])
 
 
 @given(
@@ -76,7 +80,9 @@ def test_the_driver_lets_through_exactly_what_the_master_launches(
             master.take(info)
             launched += 1
     try:
-        launch_checked({"o1": offer(4, 1024, ["ex"] if running else [])}, ["o1"], infos)
+        launch_checked(
+            "launch_tasks", {"o1": offer(4, 1024, ["ex"] if running else [])}, ["o1"], infos
+        )
         passed = True
     except DriverError:
         passed = False
@@ -98,5 +104,7 @@ def test_the_driver_refuses_a_task_on_a_volume_resized_in_the_same_accept() -> N
             command=CommandInfo(value="true"),
         )  # fmt: skip
         with pytest.raises(DriverError):
-            launch_checked({"o1": held}, ["o1"], [on_it], [grow])
-    assert launch_checked({"o1": held}, ["o1"], [task("t", 1, None)], [grow]) == ["o1"]
+            launch_checked("accept_offers", {"o1": held}, ["o1"], [on_it], [grow])
+    assert launch_checked("accept_offers", {"o1": held}, ["o1"], [task("t", 1, None)], [grow]) == [
+        "o1"
+    ]

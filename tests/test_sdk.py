@@ -25,6 +25,7 @@ from frameworks import (
     ExecutorDriver,
     Filters,
     Offer,
+    OfferOperation,
     Resources,
     Scheduler,
     SchedulerDriver,
@@ -180,6 +181,41 @@ def test_an_executor_written_as_for_pymesos_is_refused_at_once_saying_why() -> N
     ):
         driver(Camel())
     assert driver(Both()).executor_id == "e"
+
+
+async def test_a_refused_launch_names_the_call_the_framework_made(cluster: InProcess) -> None:
+    """launch_tasks, launch_group and accept_offers share one check, whose refusals all
+    said `launch_tasks`: a framework that called launch_group with one task alone was told
+    `launch_tasks takes a list of tasks` (or got pydantic's twelve validation errors), and
+    its author looked for a call it never made. Each refusal names the call made."""
+    rec = Recorder()
+    async with framework(cluster, rec, "misnamed") as driver:
+        await rec.wait(lambda: rec.offers)
+        offer = rec.offers[0]
+        task = build_task(offer, "t", Resources(cpus=1, mem=64), command="true")
+        too_big = build_task(offer, "big", Resources(cpus=64), command="true", task_id="big")
+        launches = {
+            "launch_tasks": lambda ids, tasks: driver.launch_tasks(ids, tasks),
+            "launch_group": lambda ids, tasks: driver.launch_group(ids, "ex", tasks),
+            "accept_offers": lambda ids, tasks: driver.accept_offers(ids, tasks),
+        }
+        for call, launch in launches.items():
+            with pytest.raises(DriverError, match=rf"^{call} takes a list of offer ids"):
+                launch(offer.offer_id, [task])
+            with pytest.raises(DriverError, match=rf"^{call} takes a list of tasks \(\[task\]\)"):
+                launch([offer.offer_id], task)
+            with pytest.raises(DriverError, match=rf"^{call} needs at least one offer$"):
+                launch([], [task])
+            with pytest.raises(DriverError, match=rf"^{call}: offers gone are not outstanding"):
+                launch(["gone"], [task])
+            with pytest.raises(DriverError, match=rf"^{call}: .*task big: needs cpus:64"):
+                launch([offer.offer_id], [too_big])
+        reserve = OfferOperation(type="RESERVE", resources=Resources.parse("cpus(r,):0.5"))
+        with pytest.raises(DriverError, match=r"^accept_offers takes a list of operations"):
+            driver.accept_offers([offer.offer_id], [], operations=reserve)  # type: ignore[arg-type]
+        with pytest.raises(DriverError, match=r"^decline_offers: offers gone are not outstanding"):
+            driver.decline_offers(["gone"])
+        assert offer.offer_id in driver.offers  # nothing refused was sent
 
 
 async def test_a_call_made_without_await_still_happens_and_stop_may_be_awaited(
