@@ -6,7 +6,9 @@ ended `age_kept` ago: the slave's `gc_delay` while the disk of its work dir is e
 shorter as it fills, `gc_delay * max(0, 1 - headroom - used)` (Mesos's own sum), so at a
 disk `1 - headroom` full every ended sandbox goes. A framework's directory goes once
 empty, with nothing of its live. A live task's sandbox, a live executor's, and the
-executor sandbox a live task names are never due.
+executor sandbox a live task names are never due; nor is an ended task's while the
+custom executor it ran under lives (in Mesos it lies in that executor's run): it ends
+with the later of the two.
 
 The shell (`SandboxGC`), every `interval` (sooner when a sandbox falls due): one look at
 `sandboxes/` and the disk in a thread, the plan on the loop, then in a thread again
@@ -102,15 +104,20 @@ def plan(
     return Plan(due, [f for f in empty if f not in busy], next_at)
 
 
-def live_sandboxes(tasks: Mapping[Key, Any], executors: Mapping[Key, Any]) -> set[Key]:
+def live_sandboxes(
+    tasks: Mapping[Key, Any], executors: Mapping[Key, Any], ran_under: Mapping[Key, str]
+) -> set[Key]:
     """The sandboxes in use: each task's the slave knows (`tasks`: its TaskRecords by
     framework and task id, ended ones not yet forgotten included), the executor's each
-    of them names (it may be starting), and each live executor's."""
+    of them names (it may be starting), each live executor's, and each ended task's
+    whose executor lives (`ran_under`: a task's sandbox, its executor's id): as in
+    Mesos, where a task's sandbox lies in its executor's run and goes with it."""
     live = {(f, executor_sandbox_name(e)) for f, e in executors}
     for (framework, task_id), record in tasks.items():
         live.add((framework, task_sandbox_name(task_id)))
         if record.info.executor is not None:
             live.add((framework, executor_sandbox_name(record.info.executor.executor_id)))
+    live.update(key for key, e in ran_under.items() if (key[0], e) in executors)
     return live
 
 
@@ -177,6 +184,7 @@ class SandboxGC:
         self._released: asyncio.Event
         self._stop: threading.Event
         self._seen: set[Key]  # live at the last look
+        self._ran_under: dict[Key, str]  # a task's sandbox: its executor's id (while either lives)
         self._ended: dict[Key, float]  # seen ending: their mtime to set
         self._names: Iterator[int]
         self._logged: set[str]  # what stays in the trash, said once
@@ -193,6 +201,7 @@ class SandboxGC:
         self.trash = self.root / TRASH
         self._released, self._stop = asyncio.Event(), threading.Event()
         self._seen, self._ended, self._logged, self._told_mounted = set(), {}, set(), set()
+        self._ran_under = {}
         self._names = itertools.count()
 
     async def claimed(self, framework_id: str, names: Iterable[str] = ()) -> None:
@@ -229,7 +238,7 @@ class SandboxGC:
         # (from here to the claim, no await: a task launched after this finds its
         # framework claimed and waits)
         now = time.time()
-        live = live_sandboxes(self.tasks, self.executors)
+        live = self._live()
         touch = {key: now for key in self._seen - live}
         self._ended.update(touch)
         self._seen = live
@@ -267,6 +276,20 @@ class SandboxGC:
             if time.monotonic() > until:  # no look, and what is left waits for the next)
                 break
         return p.next_at
+
+    def _live(self) -> set[Key]:
+        """The sandboxes in use now; which executor each known task ran under kept (an
+        ended task's, forgotten by the slave, while its executor lives)."""
+        for (framework, task_id), record in self.tasks.items():
+            key = (framework, task_sandbox_name(task_id))
+            if record.info.executor is None:
+                self._ran_under.pop(key, None)  # (a task id used again, on no executor)
+            else:
+                self._ran_under[key] = record.info.executor.executor_id
+        live = live_sandboxes(self.tasks, self.executors, self._ran_under)
+        for key in [k for k in self._ran_under if k not in live]:
+            del self._ran_under[key]  # (the task and its executor both ended)
+        return live
 
     # -- in the thread ---------------------------------------------------------------------
     def _look(self) -> Look:

@@ -352,3 +352,27 @@ def test_a_sandbox_gone_between_listing_and_stat_leaves_the_others_read(tmp_path
     finally:
         os.close(fd)
     assert set(found) == {"b"}
+
+
+# -- a custom executor's tasks ----------------------------------------------------------------
+async def test_a_task_sandbox_stays_while_its_custom_executor_lives(tmp_path: Path) -> None:
+    """A task ended, its custom executor still running (other tasks): the task's sandbox
+    stays as its executor's does (in Mesos it lies in the executor's run, and goes with
+    it), and is kept the delay from the later of the two ends."""
+    sandbox = make_sandbox(tmp_path, "f1", "t1", 1_000)
+    tasks: dict[tuple[str, str], Any] = {("f1", "t1"): record("e1")}
+    executors: dict[tuple[str, str], Any] = {("f1", "e1"): object()}
+    gc = collector(tmp_path, tasks, executors, delay=0.0)
+    await gc.once()
+    del tasks[("f1", "t1")]  # the task ends, and is forgotten; its executor runs on
+    await gc.once()
+    assert sandbox.exists()
+    gc.delay = 100.0
+    del executors[("f1", "e1")]  # the executor ends
+    await gc.once()
+    assert sandbox.exists()  # (ended now: kept its delay from the executor's end)
+    await gc.once()
+    assert time.time() - sandbox.stat().st_mtime < 60
+    gc.delay = 0.0
+    await gc.once()
+    assert not sandbox.exists()
