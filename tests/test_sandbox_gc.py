@@ -429,3 +429,28 @@ async def test_a_task_sandbox_stays_while_its_custom_executor_lives(tmp_path: Pa
     await gc.once()
     assert not sandbox.exists()
     assert not (tmp_path / "runs" / "f1").exists()
+
+
+async def test_a_run_dir_with_a_mount_under_it_is_held_with_its_sandbox(tmp_path: Path) -> None:
+    """Something mounted in a task's run dir (a container's left behind): neither it nor
+    the task's sandbox goes, nor a byte of the mount; unmounted, both go."""
+    sandbox = make_sandbox(tmp_path, "f1", "t", 1_000)
+    mount = make_run_dir(tmp_path, "f1", "t") / "rootfs"
+    mount.mkdir()
+    mounting = ["mount", "-t", "tmpfs", "none", str(mount)]
+    done = await asyncio.to_thread(subprocess.run, mounting, capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount here: {done.stderr.decode().strip()}")
+    try:
+        (mount / "kept").write_text("kept\n")
+        gc = collector(tmp_path)
+        with capture_logs() as said:
+            await gc.once()
+        assert (mount / "kept").read_text() == "kept\n"
+        assert (sandbox / "stdout").exists()
+        assert [e["task_id"] for e in said if e["event"] == "sandbox_gc.mounted"] == ["t"]
+    finally:
+        await asyncio.to_thread(subprocess.run, ["umount", str(mount)], capture_output=True)
+    await gc.once()
+    assert not sandbox.exists()
+    assert not (tmp_path / "runs" / "f1").exists()
