@@ -6,7 +6,13 @@ ended `age_kept` ago: the slave's `gc_delay` while the disk of its work dir is e
 shorter as it fills, `gc_delay * max(0, 1 - headroom - used)` (Mesos's own sum), so at a
 disk `1 - headroom` full every ended sandbox goes. A framework's directory goes once
 empty, with nothing of its live. A live task's sandbox, a live executor's, and the
-executor sandbox a live task names are never due.
+executor sandbox a live task names are never due; nor is an ended task's while the
+custom executor it ran under lives (in Mesos it lies in that executor's run): it ends
+with the later of the two. A task's run dir, the slave's own `runs/<framework>/<task>`
+(an image task's environment file and exit status), goes with its sandbox, never
+before it nor while its task lives (or at once, of no live task, its sandbox gone by
+other hands or by a slave before this one); a framework's directory there goes once
+empty, as under `sandboxes/`.
 
 The shell (`SandboxGC`), every `interval` (sooner when a sandbox falls due): one look at
 `sandboxes/` and the disk in a thread, the plan on the loop, then in a thread again
@@ -71,6 +77,8 @@ class Plan:
     due: list[Sandbox]  # to go now
     empty: list[str]  # frameworks whose empty directories go
     next_at: float | None  # when the next of those kept falls due, at this age kept
+    runs: list[Key] = field(default_factory=list)  # run dirs to go, by their sandbox's key
+    runs_empty: list[str] = field(default_factory=list)  # frameworks' empty dirs in runs/
 
 
 def age_kept(delay: float, headroom: float, used: float) -> float:
@@ -85,9 +93,13 @@ def plan(
     live: Collection[Key],
     kept: float,
     now: float,
+    runs: Iterable[Key] = (),
+    runs_empty: Iterable[str] = (),
 ) -> Plan:
     """What goes now: each sandbox not `live` that ended `kept` ago or more, and the
-    `empty` framework directories of frameworks with nothing `live`."""
+    `empty` framework directories of frameworks with nothing `live`; of the run dirs
+    (`runs`, each by its task's sandbox's key) each not `live` whose sandbox goes now
+    or is gone (not in `sandboxes`), and the empty ones of `runs/` (`runs_empty`)."""
     due: list[Sandbox] = []
     next_at: float | None = None
     for s in sandboxes:
@@ -99,18 +111,32 @@ def plan(
         elif next_at is None or now + kept - age < next_at:
             next_at = now + kept - age
     busy = {framework for framework, _ in live}
-    return Plan(due, [f for f in empty if f not in busy], next_at)
+    kept_ones = {(s.framework_id, s.name) for s in sandboxes} - {
+        (s.framework_id, s.name) for s in due
+    }
+    return Plan(
+        due,
+        [f for f in empty if f not in busy],
+        next_at,
+        [key for key in runs if key not in live and key not in kept_ones],
+        [f for f in runs_empty if f not in busy],
+    )
 
 
-def live_sandboxes(tasks: Mapping[Key, Any], executors: Mapping[Key, Any]) -> set[Key]:
+def live_sandboxes(
+    tasks: Mapping[Key, Any], executors: Mapping[Key, Any], ran_under: Mapping[Key, str]
+) -> set[Key]:
     """The sandboxes in use: each task's the slave knows (`tasks`: its TaskRecords by
     framework and task id, ended ones not yet forgotten included), the executor's each
-    of them names (it may be starting), and each live executor's."""
+    of them names (it may be starting), each live executor's, and each ended task's
+    whose executor lives (`ran_under`: a task's sandbox, its executor's id): as in
+    Mesos, where a task's sandbox lies in its executor's run and goes with it."""
     live = {(f, executor_sandbox_name(e)) for f, e in executors}
     for (framework, task_id), record in tasks.items():
         live.add((framework, task_sandbox_name(task_id)))
         if record.info.executor is not None:
             live.add((framework, executor_sandbox_name(record.info.executor.executor_id)))
+    live.update(key for key, e in ran_under.items() if (key[0], e) in executors)
     return live
 
 
@@ -149,6 +175,9 @@ class Look:
     sandboxes: dict[Key, float] = field(default_factory=dict)  # each one's mtime
     empty: list[str] = field(default_factory=list)  # frameworks' empty directories
     mounted: set[Key] = field(default_factory=set)  # sandboxes with a mount under them
+    runs: set[Key] = field(default_factory=set)  # run dirs, by their task's sandbox's key
+    runs_empty: list[str] = field(default_factory=list)  # frameworks' empty dirs in runs/
+    runs_mounted: set[Key] = field(default_factory=set)  # run dirs with a mount under them
     used: float = 0.0  # the work dir's disk, 0-1 full
 
 
@@ -177,12 +206,14 @@ class SandboxGC:
         self._released: asyncio.Event
         self._stop: threading.Event
         self._seen: set[Key]  # live at the last look
+        self._ran_under: dict[Key, str]  # a task's sandbox: its executor's id (while either lives)
         self._ended: dict[Key, float]  # seen ending: their mtime to set
         self._names: Iterator[int]
         self._logged: set[str]  # what stays in the trash, said once
         self._told_mounted: set[Key]  # sandboxes with a mount, said at the last look
         self._made = False
         self.root: Path
+        self.runs: Path
         self.trash: Path
 
     def _ready(self) -> None:
@@ -190,9 +221,11 @@ class SandboxGC:
             return
         self._made = True
         self.root = self.work_dir / "sandboxes"
+        self.runs = self.work_dir / "runs"
         self.trash = self.root / TRASH
         self._released, self._stop = asyncio.Event(), threading.Event()
         self._seen, self._ended, self._logged, self._told_mounted = set(), {}, set(), set()
+        self._ran_under = {}
         self._names = itertools.count()
 
     async def claimed(self, framework_id: str, names: Iterable[str] = ()) -> None:
@@ -229,7 +262,7 @@ class SandboxGC:
         # (from here to the claim, no await: a task launched after this finds its
         # framework claimed and waits)
         now = time.time()
-        live = live_sandboxes(self.tasks, self.executors)
+        live = self._live()
         touch = {key: now for key in self._seen - live}
         self._ended.update(touch)
         self._seen = live
@@ -244,18 +277,22 @@ class SandboxGC:
         sandboxes = [
             Sandbox(f, n, self._ended.get((f, n), mtime))
             for (f, n), mtime in look.sandboxes.items()
-            if (f, n) not in look.mounted
-        ]
-        p = plan(sandboxes, look.empty, live, self.kept, now)
+        ]  # (one with a mount, or its run dir with one, is held: as a live one)
+        held = live | look.mounted | look.runs_mounted
+        p = plan(sandboxes, look.empty, held, self.kept, now, look.runs, look.runs_empty)
         going = {(s.framework_id, s.name) for s in p.due}
         touch = {k: t for k, t in touch.items() if k not in going and k in look.sandboxes}
-        for key in look.mounted - self._seen - self._told_mounted:  # (once while it stays)
+        mounted = look.mounted | look.runs_mounted
+        for key in mounted - self._seen - self._told_mounted:  # (once while it stays)
             self.log.warning("sandbox_gc.mounted", framework_id=key[0], **owner_of(key[1]))
-        self._told_mounted = look.mounted
+        self._told_mounted = mounted
         may_empty = {s.framework_id for s in p.due} - {f for f, _ in live}
+        runs_may_empty = {f for f, _ in p.runs} - {f for f, _ in live}
         self._claimed = {s.framework_id for s in p.due} | set(p.empty)
+        self._claimed |= {f for f, _ in p.runs} | set(p.runs_empty)
         try:
             taken = await _in_thread(self._take, p.due, p.empty, may_empty, touch, (now, look.used))
+            await _in_thread(self._take_runs, p.runs, [*p.runs_empty, *runs_may_empty])
         finally:
             self._claimed = ()
             self._released.set()
@@ -267,6 +304,20 @@ class SandboxGC:
             if time.monotonic() > until:  # no look, and what is left waits for the next)
                 break
         return p.next_at
+
+    def _live(self) -> set[Key]:
+        """The sandboxes in use now; which executor each known task ran under kept (an
+        ended task's, forgotten by the slave, while its executor lives)."""
+        for (framework, task_id), record in self.tasks.items():
+            key = (framework, task_sandbox_name(task_id))
+            if record.info.executor is None:
+                self._ran_under.pop(key, None)  # (a task id used again, on no executor)
+            else:
+                self._ran_under[key] = record.info.executor.executor_id
+        live = live_sandboxes(self.tasks, self.executors, self._ran_under)
+        for key in [k for k in self._ran_under if k not in live]:
+            del self._ran_under[key]  # (the task and its executor both ended)
+        return live
 
     # -- in the thread ---------------------------------------------------------------------
     def _look(self) -> Look:
@@ -299,12 +350,37 @@ class SandboxGC:
                 look.sandboxes.update(((framework, n), t) for n, t in names.items())
         finally:
             os.close(root)
-        look.mounted = self._mounted()
+        look.mounted = self._mounted(self.root)
+        self._look_runs(look)
         return look
 
-    def _mounted(self) -> set[Key]:
-        """The sandboxes with a mount point under them (or on them), in this namespace."""
-        prefix = f"{os.path.realpath(self.root)}/"
+    def _look_runs(self, look: Look) -> None:
+        """The run dirs in `runs/`, keyed as their tasks' sandboxes are."""
+        try:
+            runs = os.open(self.runs, _DIR)
+        except OSError:  # (no image task yet)
+            return
+        try:
+            for framework in _dirs(runs):
+                try:
+                    fd = os.open(framework, _DIR, dir_fd=runs)
+                except OSError:
+                    continue
+                try:
+                    names = _names(fd)
+                finally:
+                    os.close(fd)
+                if not names:
+                    look.runs_empty.append(framework)
+                look.runs.update((framework, task_sandbox_name(n)) for n in names)
+        finally:
+            os.close(runs)
+        look.runs_mounted = {(f, task_sandbox_name(n)) for f, n in self._mounted(self.runs)}
+
+    def _mounted(self, root: Path) -> set[tuple[str, str]]:
+        """The (framework, name)s under `root` with a mount point under them (or on
+        them), in this namespace."""
+        prefix = f"{os.path.realpath(root)}/"
         found: set[Key] = set()
         with contextlib.suppress(OSError), open("/proc/self/mountinfo", "rb") as f:
             for line in f:
@@ -346,7 +422,7 @@ class SandboxGC:
             for s in due:
                 ids = {"framework_id": s.framework_id, **owner_of(s.name)}
                 try:
-                    self._take_one(sub(s.framework_id), trash, s)
+                    self._take_one(sub(s.framework_id), trash, s.name)
                 except OSError as e:
                     self.log.warning("sandbox_gc.failed", **ids, error=e.strerror or str(e))
                     continue
@@ -366,17 +442,50 @@ class SandboxGC:
                 os.close(fd)
         return taken
 
-    def _take_one(self, parent: int, trash: int | None, s: Sandbox) -> None:
+    def _take_runs(self, due: list[Key], empty: list[str]) -> None:
+        """Each due run dir renamed into the trash (or removed in place), as a sandbox
+        is: the slave's, but what it names is never followed either; then the empty
+        framework directories of `runs/` removed."""
+        if not due and not empty:
+            return
+        try:
+            runs = os.open(self.runs, _DIR)
+        except OSError:
+            return
+        opened: dict[str, int] = {}
+        trash = self._open_trash() if due else None
+        try:
+            for framework, name in due:
+                task_id = owner_of(name)["task_id"]
+                try:
+                    if framework not in opened:
+                        opened[framework] = os.open(framework, _DIR, dir_fd=runs)
+                    self._take_one(opened[framework], trash, task_id)
+                except OSError as e:
+                    self.log.warning(
+                        "sandbox_gc.run_dir_failed",
+                        framework_id=framework,
+                        task_id=task_id,
+                        error=e.strerror or str(e),
+                    )
+            for framework in empty:
+                with contextlib.suppress(OSError):  # (not empty: ENOTEMPTY)
+                    os.rmdir(framework, dir_fd=runs)
+        finally:
+            for fd in [*opened.values(), *([] if trash is None else [trash]), runs]:
+                os.close(fd)
+
+    def _take_one(self, parent: int, trash: int | None, name: str) -> None:
         try:
             if trash is None:
                 raise OSError(errno.EXDEV, "no trash")
-            os.rename(s.name, self._fresh(), src_dir_fd=parent, dst_dir_fd=trash)
+            os.rename(name, self._fresh(), src_dir_fd=parent, dst_dir_fd=trash)
         except FileNotFoundError:
             return
         except OSError as e:
             if e.errno != errno.EXDEV:
                 raise
-            if not _Removal(parent, os.fstat(parent).st_dev, None, self._stop).remove(s.name):
+            if not _Removal(parent, os.fstat(parent).st_dev, None, self._stop).remove(name):
                 raise OSError(errno.EBUSY, "not all of it could be removed") from None
 
     def _open_trash(self) -> int | None:

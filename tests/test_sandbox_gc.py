@@ -83,6 +83,16 @@ def test_a_frameworks_empty_directory_goes_once_nothing_of_its_is_live(
     assert set(p.empty) == set(empty) - {f for f, _ in live}
 
 
+@given(sandboxes, keys, keys, st.floats(0, 2 * WEEK))
+def test_a_run_dir_goes_only_with_its_sandbox_or_after_it_and_never_while_live(
+    found: list[Sandbox], live: set[tuple[str, str]], runs: set[tuple[str, str]], kept: float
+) -> None:
+    p = plan(found, [], live, kept, NOW, runs)
+    due = {(s.framework_id, s.name) for s in p.due}
+    present = {(s.framework_id, s.name) for s in found}
+    assert set(p.runs) == {key for key in runs - live if key in due or key not in present}
+
+
 # -- the shell, on real files ------------------------------------------------------------------
 def record(executor_id: str | None = None) -> Any:
     executor = None if executor_id is None else SimpleNamespace(executor_id=executor_id)
@@ -352,3 +362,95 @@ def test_a_sandbox_gone_between_listing_and_stat_leaves_the_others_read(tmp_path
     finally:
         os.close(fd)
     assert set(found) == {"b"}
+
+
+# -- run dirs, and a custom executor's tasks -----------------------------------------------
+def make_run_dir(work: Path, framework: str, task_id: str) -> Path:
+    """`runs/<framework>/<task>` as an image task leaves it (slave.runners.new_run_dir)."""
+    run_dir = work / "runs" / framework / task_id
+    run_dir.mkdir(parents=True, mode=0o700)
+    (run_dir / "exit_status").write_text("0\n")
+    (run_dir / "env").write_text("SECRET=x\n")
+    return run_dir
+
+
+async def test_an_ended_tasks_run_dir_goes_with_its_sandbox_and_no_earlier(tmp_path: Path) -> None:
+    """The slave's `runs/<framework>/<task>` of an ended task goes when its sandbox goes
+    (it piled up for good: a tenant's short tasks filled the work dir's inodes), not
+    while its sandbox is kept or its task lives; one whose sandbox is gone already (a
+    slave's before this) goes too; a framework's emptied directory in `runs/` goes."""
+    secret = tmp_path / "secret"
+    secret.write_text("the slave's\n")
+    make_sandbox(tmp_path, "f1", "old", 200)
+    old = make_run_dir(tmp_path, "f1", "old")
+    (old / "to-secret").symlink_to(secret)
+    (old / "to-work").symlink_to(tmp_path)
+    make_sandbox(tmp_path, "f1", "young", 10)
+    young = make_run_dir(tmp_path, "f1", "young")
+    running = make_run_dir(tmp_path, "f1", "running")  # (its sandbox not made yet)
+    make_sandbox(tmp_path, "f2", "%executor-x", 200)  # task `executor-x`'s
+    escaped = make_run_dir(tmp_path, "f2", "executor-x")
+    orphan = make_run_dir(tmp_path, "f3", "t")  # its sandbox gone by other hands
+    gc = collector(tmp_path, {("f1", "running"): record()})
+    await gc.once()
+    assert not old.exists()
+    assert secret.read_text() == "the slave's\n"
+    assert (tmp_path / "sandboxes").is_dir()
+    assert young.exists()
+    assert running.exists()
+    assert not escaped.exists()
+    assert not escaped.parent.exists()  # (f2's runs/ directory: emptied, nothing live)
+    assert not orphan.parent.exists()
+    assert gc.removed == 2  # (sandboxes)
+    assert list((tmp_path / "sandboxes" / TRASH).iterdir()) == []
+
+
+async def test_a_task_sandbox_stays_while_its_custom_executor_lives(tmp_path: Path) -> None:
+    """A task ended, its custom executor still running (other tasks): the task's sandbox
+    stays as its executor's does (in Mesos it lies in the executor's run, and goes with
+    it), and is kept the delay from the later of the two ends."""
+    sandbox = make_sandbox(tmp_path, "f1", "t1", 1_000)
+    make_run_dir(tmp_path, "f1", "t1")
+    tasks: dict[tuple[str, str], Any] = {("f1", "t1"): record("e1")}
+    executors: dict[tuple[str, str], Any] = {("f1", "e1"): object()}
+    gc = collector(tmp_path, tasks, executors, delay=0.0)
+    await gc.once()
+    del tasks[("f1", "t1")]  # the task ends, and is forgotten; its executor runs on
+    await gc.once()
+    assert sandbox.exists()
+    assert (tmp_path / "runs" / "f1" / "t1").exists()
+    gc.delay = 100.0
+    del executors[("f1", "e1")]  # the executor ends
+    await gc.once()
+    assert sandbox.exists()  # (ended now: kept its delay from the executor's end)
+    await gc.once()
+    assert time.time() - sandbox.stat().st_mtime < 60
+    gc.delay = 0.0
+    await gc.once()
+    assert not sandbox.exists()
+    assert not (tmp_path / "runs" / "f1").exists()
+
+
+async def test_a_run_dir_with_a_mount_under_it_is_held_with_its_sandbox(tmp_path: Path) -> None:
+    """Something mounted in a task's run dir (a container's left behind): neither it nor
+    the task's sandbox goes, nor a byte of the mount; unmounted, both go."""
+    sandbox = make_sandbox(tmp_path, "f1", "t", 1_000)
+    mount = make_run_dir(tmp_path, "f1", "t") / "rootfs"
+    mount.mkdir()
+    mounting = ["mount", "-t", "tmpfs", "none", str(mount)]
+    done = await asyncio.to_thread(subprocess.run, mounting, capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount here: {done.stderr.decode().strip()}")
+    try:
+        (mount / "kept").write_text("kept\n")
+        gc = collector(tmp_path)
+        with capture_logs() as said:
+            await gc.once()
+        assert (mount / "kept").read_text() == "kept\n"
+        assert (sandbox / "stdout").exists()
+        assert [e["task_id"] for e in said if e["event"] == "sandbox_gc.mounted"] == ["t"]
+    finally:
+        await asyncio.to_thread(subprocess.run, ["umount", str(mount)], capture_output=True)
+    await gc.once()
+    assert not sandbox.exists()
+    assert not (tmp_path / "runs" / "f1").exists()
