@@ -15,7 +15,7 @@ from master.allocation.allocator import HEADROOM
 from master.allocation.preemption import VICTIM_ORDERS
 from master.config import DEFAULTS, MasterConfig
 from master.ha.leadership import LeadershipError
-from master.http.config import HttpConfig
+from master.http.config import HttpConfig, PortTaken
 from master.rate_limits import (
     DEFAULT_CAPACITY,
     DEFAULT_QPS,
@@ -538,9 +538,9 @@ def master(
             gc.freeze()
             return stop
 
-        if standby is not None:
-            await standby.start()
         try:
+            if standby is not None:  # (its port taken at the start: the process stops)
+                await standby.start(first=True)
             await lead(candidate, make_bus, serve)
         finally:
             if standby is not None:
@@ -549,7 +549,7 @@ def master(
 
     try:
         run_party(broker, party)
-    except LeadershipError as e:
+    except (LeadershipError, PortTaken) as e:
         raise click.ClickException(str(e)) from None
 
 

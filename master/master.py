@@ -454,7 +454,7 @@ class Master:
 
     async def start(self) -> None:
         self.recovery.recover()
-        if self.config.http is not None:  # a port in use is said, and the bus goes on
+        if self.config.http is not None:  # (taken since the standby let it go: said, and on)
             from master.http.api import HttpApi
 
             api = HttpApi(self.views, self.config.http, self.http_doors)

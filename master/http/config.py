@@ -25,3 +25,8 @@ def address_of(url: str) -> str:
     """`http://HOST:PORT/` -> `HOST:PORT`: a master's address as `--http` takes it and as a
     standby knows its leader's (from the election), whichever scheme it serves."""
     return url.split("//")[-1].rstrip("/")
+
+
+class PortTaken(Exception):
+    """The `--http` address cannot be served at the process's start (in use, or not this
+    process's to bind): it stops, as a Mesos master that cannot bind its port does."""

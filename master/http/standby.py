@@ -19,7 +19,7 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from master.http.auth import PrincipalAuth
-from master.http.config import HttpConfig
+from master.http.config import HttpConfig, PortTaken
 from master.http.metrics import elected_metric
 from master.http.models import Health
 from master.http.responses import (
@@ -62,8 +62,10 @@ class StandbyHttp:
         self.runner: web.AppRunner | None = None
         self.log = logs.get("master.http.standby", master_id=master_id)
 
-    async def start(self) -> None:
-        """Serve (a port in use is said in the log, and the standby goes on without)."""
+    async def start(self, *, first: bool = False) -> None:
+        """Serve. A port in use at the process's `first` start stops it (`PortTaken`);
+        after a term (the port taken meanwhile) it is said in the log, and the standby
+        goes on without."""
         app = web.Application(middlewares=[self._guard])
         app.on_response_prepare.append(secure_headers)
         app.add_routes([web.get("/health", self._health), web.get("/metrics", self._metrics)])
@@ -74,6 +76,9 @@ class StandbyHttp:
             url = await serve_site(self.runner, self.config, self.log)
         except OSError as e:
             await self.stop()
+            if first:
+                where = f"{self.config.host}:{self.config.port}"
+                raise PortTaken(f"--http {where}: {e.strerror or e}") from None
             self.log.error("standby_http.failed", error=str(e), port=self.config.port)
             return
         self.log.info("standby_http.started", url=url)
