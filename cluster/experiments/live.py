@@ -64,6 +64,8 @@ async def run_live(spec: Spec, spec_path: Path, out: Path, broker: str) -> Resul
                 "master",
                 "--policy",
                 policy,
+                "--http",  # (nothing here reads it; 5050 may be another cluster's)
+                "off",
                 "--allocation-interval",
                 f"{interval:g}",
                 "--allocate-on-free" if spec.master.allocate_on_free else "--no-allocate-on-free",
