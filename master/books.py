@@ -410,6 +410,7 @@ class Slave:
             attributes=self.attributes,
             used=self.used if self.tasks or self.executor_usage else None,
             maintenance=maintenance.status if maintenance is not None else None,
+            drain_acks_owed=maintenance.acks_owed if maintenance is not None else 0,
             discrete=self.discrete,
             free_discrete=free_discrete,
             isolation_warning=self.isolation_warning,
@@ -432,6 +433,8 @@ class Maintenance:
     killed: set[tuple[str, str]] = field(default_factory=set)
     # since when nothing has run there, only updates owed to frameworks (not kept)
     quiet_since: float | None = None
+    # the frameworks whose acknowledgements its drain waits for meanwhile (not kept)
+    acks_owed: int = 0
 
     @property
     def status(self) -> str:

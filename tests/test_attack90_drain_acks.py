@@ -37,11 +37,16 @@ async def test_a_tenant_that_never_acknowledges_does_not_hold_a_drain_forever() 
         await slave.report(fw.framework_id, "t1", TaskState.KILLED)
         await fw.update_for("t1", TaskState.KILLED)
         await eventually(lambda: not master.books.slaves["s1"].tasks)
-        # while the framework may still answer, the drain waits for it, as Mesos's does
+        # while the framework may still answer, the drain waits for it, as Mesos's does,
+        # and the state says what it waits for
         master.drains.check()
         assert master.books.maintenance["s1"].drain == DRAINING
+        waiting = master.views.slave_view("s1")
+        assert (waiting.maintenance, waiting.drain_acks_owed) == ("draining", 1)
         # but not past the bound: the slave is DRAINED, and the operator may take it back
         await eventually(lambda: master.books.maintenance["s1"].drain == DRAINED, timeout=5)
+        drained = master.views.slave_view("s1")
+        assert (drained.maintenance, drained.drain_acks_owed) == ("drained", 0)
         await ops.call(ReactivateSlave(slave_id="s1"))
         await eventually(lambda: "s1" not in master.books.maintenance)
         # what the framework is owed it is still owed: sent again until it acknowledges

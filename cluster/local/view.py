@@ -213,7 +213,8 @@ def render_state(state: State) -> Group:
             _res(s.free),
             str(s.tasks),
             used_of(s.used, allocated),
-            s.maintenance or "",
+            (s.maintenance or "")
+            + (f" ({s.drain_acks_owed} frameworks' acks owed)" if s.drain_acks_owed else ""),
         )
     tasks = Table(title="tasks (usage: its slave's last report)", title_justify="left")
     for col in ("task", "framework", "slave", "state", "ports", "used / allocated"):

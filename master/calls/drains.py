@@ -181,13 +181,17 @@ class Drains:
             self._kill_orphans(slave, out)
             self._cut_dying(slave, out)
             if slave.tasks or self._still_running(slave_id):
-                out.quiet_since = None
+                out.quiet_since, out.acks_owed = None, 0
                 continue
             now = loop_time()
             out.quiet_since = now if out.quiet_since is None else out.quiet_since
             owed = self._owed(slave_id)
             if owed and now - out.quiet_since < self.ack_wait:
+                if len(owed) != out.acks_owed:  # (what the state says it waits for)
+                    out.acks_owed = len(owed)
+                    self.outbox.state_changed()
                 continue
+            out.acks_owed = 0
             if owed:  # (still sent again to them until they acknowledge: no update lost)
                 self.log.warning("slave.drain_acks_waited_out", slave_id=slave_id, owed=owed)
             self._drained(slave, out)

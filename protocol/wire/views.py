@@ -81,6 +81,9 @@ class SlaveView(Wire):
     used: Resources | None = None  # its tasks' and executors' use at its last report
     # an operator took it out of the offers: "deactivated", "draining" or "drained"
     maintenance: str | None = None
+    # draining, its tasks ended: the frameworks yet to acknowledge their updates from it,
+    # which the drain waits for (at most the master's --drain-ack-wait)
+    drain_acks_owed: int = 0
     # what it does not enforce between tenants (protocol.wire.slave.IsolationWarning)
     isolation_warning: str = ""
 

@@ -349,6 +349,12 @@ async function loadCompleted() {
 }
 
 // -- pages of slaves and tasks ----------------------------------------------------------------
+// an operator took it out: deactivated, draining (and what its drain waits for), drained
+function maintenance(s) {
+  if (!s.maintenance) return "";
+  return s.drain_acks_owed ? `${s.maintenance} (${s.drain_acks_owed} frameworks' acks owed)` : s.maintenance;
+}
+
 async function loadSlaves() {
   const search = encodeURIComponent($("slave-search").value.trim());
   const page = await api(`/api/v1/slaves?offset=${slaveOffset}&limit=${PAGE}&search=${search}`);
@@ -373,7 +379,7 @@ async function loadSlaves() {
     return el("tr", {}, el("td", {}, link(["slave", s.slave_id], s.slave_id), unisolated), el("td", {}, s.hostname),
       el("td", {}, s.tasks), el("td", {}, bars),
       el("td", { class: "heard" }, s.connected ? heard : `disconnected (${heard})`),
-      el("td", { class: "maintenance" }, s.maintenance || ""));
+      el("td", { class: "maintenance" }, maintenance(s)));
   }));
   return page.total;
 }
@@ -577,7 +583,7 @@ async function slaveDetails(id) {
   if (!s) return [`slave ${id}`, [["status", "gone"]]];
   return [`slave ${id}`, [["hostname", s.hostname], ["principal", s.principal], ["total", res(s.total, s.discrete)],
     ["free", res(s.free, s.free_discrete)], ["tasks", s.tasks],
-    ["status", [s.connected ? "connected" : "disconnected", s.maintenance].filter(Boolean).join(", ")],
+    ["status", [s.connected ? "connected" : "disconnected", maintenance(s)].filter(Boolean).join(", ")],
     ["tenants", s.isolation_warning ? `not isolated: ${s.isolation_warning}` : "isolated"],
     ["attributes", Object.entries(s.attributes || {}).map(([k, v]) => `${k}:${v}`).join(" ") || "none"]]];
 }
