@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections import ChainMap
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
@@ -163,11 +164,14 @@ class Slave:
             registration_timeout=self.config.executor_registration_timeout,
         )  # fmt: skip
         self.executors = self.custom.executors
+        self.groups = TaskGroups()  # task groups' executors, which the slave plays
         self.sandbox_gc = SandboxGC(  # ended tasks' and executors' sandboxes removed
             config.work_dir, config.gc_delay, config.disk_watch_interval,
-            config.gc_disk_headroom, self.tasks, self.executors, self.log,
+            config.gc_disk_headroom, self.tasks,
+            # (every executor, whose tasks' sandboxes stay while it runs: custom ones, and
+            # the task groups' it plays)
+            ChainMap[tuple[str, str], Any](self.executors, self.groups.executors), self.log,
         )  # fmt: skip
-        self.groups = TaskGroups()  # task groups' executors, which the slave plays
         self.registration = Registration(  # when it (re-)registers, and what it says
             bus, self.to_master, config, self.log, resources=self.resources,
             tasks=self.tasks, executors=self.executors, groups=self.groups, owners=self.owners,
@@ -573,6 +577,8 @@ class Slave:
     def _forget(self, key: tuple[str, str]) -> None:
         self.health.stop(key)
         record = self.tasks.pop(key, None)
+        if record is not None:
+            self.sandbox_gc.forgotten(key[0], record)  # (kept while its executor lives)
         if record is not None and record.executor_key in self.executors:
             self.executors[record.executor_key].tasks.discard(key[1])
 
