@@ -85,7 +85,7 @@ class Fleet:
         self.registrations = Registrations(factor, lambda: self.bus.connected)
         for slave in self.slaves:
             slave.updates.on_scheduled = functools.partial(self._resend_due_at, slave)
-            slave.registrations = self.registrations
+            slave.registration.pacer = self.registrations
         for slave in self.slaves:  # before the wildcard: what it brings for them is theirs
             slave.hold_early()  # (a persistent session's, queued while the process was away)
         await self.bus.subscribe(self.topics.slaves_of(self.principal), self._unrouted)
@@ -128,7 +128,7 @@ class Fleet:
     @property
     def gone(self) -> list[str]:
         """Why each slave that may not run on ended (marked gone by an operator)."""
-        return [s.gone for s in self.slaves if s.gone is not None]
+        return [g for s in self.slaves if (g := s.registration.gone) is not None]
 
     async def heartbeat_loop(self) -> None:
         """Every interval the master asked for, one heartbeat per registered slave: a

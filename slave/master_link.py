@@ -10,7 +10,7 @@ its heartbeats (`protocol.master_silence`): MISSED intervals unheard are said at
 registration, or beats) as `slave.master_heard`.
 
 It registers again by itself when a master comes back: a new leader's announcement (a
-newer epoch: `Slave._on_leader`), or the master's answer to a heartbeat of a slave it
+newer epoch: `Registration.on_leader`), or the master's answer to a heartbeat of a slave it
 does not know (`unknown-slave`), has it re-register with its tasks; and so does a beat
 from a master other than the one it registered with (one started again in the same
 epoch, which no announcement tells). A beat of the master it registered with, after a

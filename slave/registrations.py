@@ -36,7 +36,7 @@ HOLD = 1.0  # seconds a retry held for the master's backlog waits before it is l
 
 
 class Registrant(Protocol):
-    """A slave as the pacer sees it."""
+    """A slave's registration as the pacer sees it (slave.registration.Registration)."""
 
     registered: asyncio.Event
     ended: asyncio.Event

@@ -7,12 +7,12 @@ shorter as it fills, `gc_delay * max(0, 1 - headroom - used)` (Mesos's own sum),
 disk `1 - headroom` full every ended sandbox goes. A framework's directory goes once
 empty, with nothing of its live. A live task's sandbox, a live executor's, and the
 executor sandbox a live task names are never due; nor is an ended task's while the
-custom executor it ran under lives (in Mesos it lies in that executor's run): it ends
-with the later of the two. A task's run dir, the slave's own `runs/<framework>/<task>`
-(an image task's environment file and exit status), goes with its sandbox, never
-before it nor while its task lives (or at once, of no live task, its sandbox gone by
-other hands or by a slave before this one); a framework's directory there goes once
-empty, as under `sandboxes/`.
+executor it ran under lives, a custom one or the task group's the slave plays (in Mesos
+it lies in that executor's run): it ends with the later of the two. A task's run dir,
+the slave's own `runs/<framework>/<task>` (an image task's environment file and exit
+status), goes with its sandbox, never before it nor while its task lives (or at once,
+of no live task, its sandbox gone by other hands or by a slave before this one); a
+framework's directory there goes once empty, as under `sandboxes/`.
 
 The shell (`SandboxGC`), every `interval` (sooner when a sandbox falls due): one look at
 `sandboxes/` and the disk in a thread, the plan on the loop, then in a thread again
@@ -124,13 +124,14 @@ def plan(
 
 
 def live_sandboxes(
-    tasks: Mapping[Key, Any], executors: Mapping[Key, Any], ran_under: Mapping[Key, str]
+    tasks: Mapping[Key, Any], executors: Collection[Key], ran_under: Mapping[Key, str]
 ) -> set[Key]:
     """The sandboxes in use: each task's the slave knows (`tasks`: its TaskRecords by
     framework and task id, ended ones not yet forgotten included), the executor's each
-    of them names (it may be starting), each live executor's, and each ended task's
-    whose executor lives (`ran_under`: a task's sandbox, its executor's id): as in
-    Mesos, where a task's sandbox lies in its executor's run and goes with it."""
+    of them names (it may be starting), each live executor's (`executors`: by framework
+    and executor id, custom ones and the task groups' the slave plays), and each ended
+    task's whose executor lives (`ran_under`: a task's sandbox, its executor's id): as
+    in Mesos, where a task's sandbox lies in its executor's run and goes with it."""
     live = {(f, executor_sandbox_name(e)) for f, e in executors}
     for (framework, task_id), record in tasks.items():
         live.add((framework, task_sandbox_name(task_id)))
@@ -138,6 +139,14 @@ def live_sandboxes(
             live.add((framework, executor_sandbox_name(record.info.executor.executor_id)))
     live.update(key for key, e in ran_under.items() if (key[0], e) in executors)
     return live
+
+
+def executor_of(record: Any) -> str | None:
+    """The id of the executor a task (a TaskRecord) runs under: the custom executor its
+    TaskInfo names, else its task group's, which the slave plays (None: neither)."""
+    if record.info.executor is not None:
+        return str(record.info.executor.executor_id)
+    return None if record.executor_key is None else str(record.executor_key[1])
 
 
 def sandbox_names(task: Any) -> list[str]:
@@ -193,7 +202,7 @@ class SandboxGC:
         interval: float,
         headroom: float,
         tasks: Mapping[Key, Any],
-        executors: Mapping[Key, Any],
+        executors: Collection[Key],
         log: Any,
     ) -> None:
         self.work_dir, self.delay, self.interval = work_dir, delay, interval
@@ -237,6 +246,15 @@ class SandboxGC:
         if self._made:
             for name in names:
                 self._ended.pop((framework_id, name), None)
+
+    def forgotten(self, framework_id: str, record: Any) -> None:
+        """The slave forgets an ended task (a TaskRecord): which executor it ran under
+        kept, its sandbox staying while that lives (a task that ran between two looks
+        was never seen under it)."""
+        executor_id = executor_of(record)
+        if self._made and executor_id is not None:
+            key = (framework_id, task_sandbox_name(record.info.task_id))
+            self._ran_under[key] = executor_id
 
     async def run(self) -> None:
         self._ready()
@@ -310,10 +328,11 @@ class SandboxGC:
         ended task's, forgotten by the slave, while its executor lives)."""
         for (framework, task_id), record in self.tasks.items():
             key = (framework, task_sandbox_name(task_id))
-            if record.info.executor is None:
+            executor_id = executor_of(record)
+            if executor_id is None:
                 self._ran_under.pop(key, None)  # (a task id used again, on no executor)
             else:
-                self._ran_under[key] = record.info.executor.executor_id
+                self._ran_under[key] = executor_id
         live = live_sandboxes(self.tasks, self.executors, self._ran_under)
         for key in [k for k in self._ran_under if k not in live]:
             del self._ran_under[key]  # (the task and its executor both ended)

@@ -19,15 +19,15 @@ Its promises:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
+from collections import ChainMap
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from protocol import logs
 from protocol.journal import Journal, JournalFile
 from protocol.tooling.remembered import keep_newest
-from protocol.transport.aio import cancel_and_wait, within
+from protocol.transport.aio import cancel_and_wait
 from protocol.transport.base import Transport
 from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
@@ -41,16 +41,10 @@ from protocol.wire.messages import (
     FrameworkShutDown,
     KillPolicy,
     KillTask,
-    Leader,
     ReadFile,
     Reason,
     Reconcile,
-    Register,
     Registered,
-    Reregister,
-    RunningExecutor,
-    RunningGroupExecutor,
-    RunningTask,
     RunTask,
     RunTasks,
     ShutdownFramework,
@@ -61,9 +55,7 @@ from protocol.wire.messages import (
 )
 from protocol.wire.reservations import base_of, is_shared, partial_volume, shared_keys
 from protocol.wire.resources import Resources
-from protocol.wire.slave import SLAVE_GONE
 from protocol.wire.topics import Topics, check_segment
-from slave.backoff import RegistrationBackoff
 from slave.command_tasks import CommandTasks
 from slave.config import SlaveConfig, TaskRecord
 from slave.confine import UNCONFINED
@@ -85,7 +77,7 @@ from slave.pid_shares import PidShares, host_pids
 from slave.port_strays import Strays
 from slave.ports_isolator import enforce_ports
 from slave.recovery import recover
-from slave.registrations import Registrations
+from slave.registration import Registration
 from slave.reports import TaskReports
 from slave.runners import Limit, SimulatedRunner
 from slave.sandbox_gc import SandboxGC, sandbox_names
@@ -132,18 +124,6 @@ class Slave:
         # frameworks shut down here, the last SHUT_DOWN_KEPT (a tenant's churn of
         # frameworks must not grow the slave for its life), oldest first
         self.shut_down_frameworks: dict[str, None] = {}
-        self.registered = asyncio.Event()
-        self.ended = asyncio.Event()  # it may not run on (marked gone): `gone` says why
-        self.gone: str | None = None
-        self.master_epoch = 0  # the epoch of the master we registered with
-        self._wanted = asyncio.Event()  # (re-)registration is due (see _register_loop)
-        # a fleet's pacer of its slaves' (re-)registrations (else the slave's own loop)
-        self.registrations: Registrations | None = None
-        # its heartbeats, and the master's beats it watches (a fleet's: its process's)
-        self.master = MasterLink(
-            bus, self.to_master, self.slave_id, topics.cluster, self.registered,
-            self._announce_soon, self.log,
-        )  # fmt: skip
         self._launches = RecentLaunches(config.launch_memory)
         # the shared volumes of its total, and the total they were found in (_whole_shared)
         self._shared: frozenset[str] = frozenset()
@@ -184,11 +164,27 @@ class Slave:
             registration_timeout=self.config.executor_registration_timeout,
         )  # fmt: skip
         self.executors = self.custom.executors
+        self.groups = TaskGroups()  # task groups' executors, which the slave plays
         self.sandbox_gc = SandboxGC(  # ended tasks' and executors' sandboxes removed
             config.work_dir, config.gc_delay, config.disk_watch_interval,
-            config.gc_disk_headroom, self.tasks, self.executors, self.log,
+            config.gc_disk_headroom, self.tasks,
+            # (every executor, whose tasks' sandboxes stay while it runs: custom ones, and
+            # the task groups' it plays)
+            ChainMap[tuple[str, str], Any](self.executors, self.groups.executors), self.log,
         )  # fmt: skip
-        self.groups = TaskGroups()  # task groups' executors, which the slave plays
+        self.registration = Registration(  # when it (re-)registers, and what it says
+            bus, self.to_master, config, self.log, resources=self.resources,
+            tasks=self.tasks, executors=self.executors, groups=self.groups, owners=self.owners,
+            updates=self.updates, isolation_warning=lambda: self.isolation_warning,
+            answered=lambda master_id, interval: self.master.registered_with(master_id, interval),
+        )  # fmt: skip
+        # (its registration's: set while the master has it; set once marked gone for good)
+        self.registered, self.ended = self.registration.registered, self.registration.ended
+        # its heartbeats, and the master's beats it watches (a fleet's: its process's)
+        self.master = MasterLink(
+            bus, self.to_master, self.slave_id, topics.cluster, self.registered,
+            self.registration.soon, self.log,
+        )  # fmt: skip
         self._checks = LaunchChecks(  # (what it checks of every task it runs)
             self.config.discrete,
             self.tasks,
@@ -255,7 +251,7 @@ class Slave:
             await self.resources.load()
         await recover(self, self.reports)
         d = Dispatcher(self.bus, "slave")
-        d.on(Registered, self._on_registered)
+        d.on(Registered, self.registration.on_registered)
         d.on(RunTasks, self._on_run_tasks)
         d.on(RunTask, self._on_run_task)
         d.on(KillTask, self._on_kill_task)
@@ -266,7 +262,7 @@ class Slave:
         d.on(CheckpointResources, self._on_checkpoint_resources)
         d.on(Reconcile, self._on_reconcile)
         d.on(CheckExecutors, self.default_executor.on_check)
-        d.on(Error, self._on_error)
+        d.on(Error, self.registration.on_error)
         if self.config.in_fleet:
             self.bus.route(self.inbox, d)  # the process's wildcard subscription brings it
             early, self._early = self._early or [], None
@@ -274,14 +270,16 @@ class Slave:
                 await d(message, reply_to)
         else:
             await self.bus.subscribe(self.inbox, d)
-        await LeaderWatch.on(self.bus, self.topics, self._on_leader, beat=self.master.beat)
-        self.bus.on_connect(self._reconnected)
+        await LeaderWatch.on(
+            self.bus, self.topics, self.registration.on_leader, beat=self.master.beat
+        )
+        self.bus.on_connect(self.registration.reconnected)
         if self.bus.connected:
-            self._announce_soon()
+            self.registration.soon()
         self._loops = []
-        if self.registrations is None:  # (a fleet paces its slaves' in one loop)
+        if self.registration.pacer is None:  # (a fleet paces its slaves' in one loop)
             self._loops.append(
-                asyncio.create_task(self._register_loop(), name=f"register-{self.slave_id}")
+                asyncio.create_task(self.registration.loop(), name=f"register-{self.slave_id}")
             )
         if not self.config.in_fleet:  # (a fleet runs these for all its slaves at once)
             self._loops += [
@@ -356,19 +354,6 @@ class Slave:
         finally:
             await self.stop()
 
-    # -- registration ----------------------------------------------------------------------------
-    async def _reconnected(self) -> None:
-        self._announce_soon()
-
-    def _announce_soon(self) -> None:
-        """(Re-)register, paced (slave.backoff): after every connect, a new leader, or a
-        master that does not know us; then again until the master answers."""
-        self.registered.clear()
-        if self.registrations is not None:
-            self.registrations.wanted(self)
-        else:
-            self._wanted.set()
-
     @property
     def isolation_warning(self) -> str:
         """What this slave does not enforce between tenants, for the master's state (its
@@ -376,110 +361,6 @@ class Slave:
         if self.config.simulated_tasks:
             return ""
         return self.tenancy.confinement.not_enforced() or ""
-
-    async def announce(self) -> None:
-        """Send a (re-)registration now: a Reregister with its tasks, or a Register."""
-        running = [
-            RunningTask(
-                framework_id=r.framework_id,
-                task=r.info,
-                state=r.state,
-                proof=r.proof,
-                healthy=r.healthy,
-            )
-            for r in self.tasks.values()
-            if not r.state.terminal
-        ]
-        common = dict(
-            slave_id=self.slave_id,
-            hostname=self.config.hostname,
-            resources=self.resources.total,
-            discrete=self.config.discrete,
-            attributes=self.config.attributes,
-            incarnation=self.bus.incarnation,
-            isolation_warning=self.isolation_warning,
-            resource_version=self.resources.version.number,
-        )
-        ending = self.updates.ending()
-        # every executor, idle ones too: a new leader learns their room is used
-        executors = [
-            RunningExecutor(framework_id=e.framework_id, executor=e.info)
-            for e in self.executors.values()
-        ]
-        # and the task groups' executors it plays: their tasks name none, so a new leader
-        # learns their room from here alone
-        group_executors = [
-            RunningGroupExecutor(
-                framework_id=g.framework_id, executor_id=g.executor_id, resources=g.resources
-            )
-            for g in self.groups.executors.values()
-        ]
-        message = (
-            Reregister(
-                **common,
-                tasks=running,
-                ending=ending,
-                executors=executors,
-                group_executors=group_executors,
-                owners=self.owners.report(
-                    [t.framework_id for t in running]
-                    + [t.framework_id for t in ending]
-                    + [e.framework_id for e in self.executors.values()]
-                    + [g.framework_id for g in group_executors]
-                ),
-            )
-            if running or ending or executors or group_executors
-            else Register(**common)
-        )
-        self.bus.post(self.to_master, message)
-        self.updates.send_all_soon()  # owed updates go again once registered
-
-    async def _register_loop(self) -> None:
-        """When (re-)registration is due: wait a random delay, then announce, and again
-        with backoff until the master answers."""
-        while True:
-            await self._wanted.wait()
-            self._wanted.clear()
-            backoff = RegistrationBackoff(self.config.registration_backoff_factor)
-            if delay := backoff.first():
-                await asyncio.sleep(delay)
-            while not self.registered.is_set() and not self.ended.is_set():
-                if self.bus.connected:
-                    await self.announce()
-                    self._wanted.clear()  # (what asked again meanwhile is this attempt)
-                with contextlib.suppress(TimeoutError):
-                    await within(self.registered.wait(), backoff.retry())
-
-    async def _on_leader(self, leader: Leader) -> None:
-        """A new master leads: re-register with it, with the tasks we run (as Mesos)."""
-        if self.registered.is_set() and leader.epoch > self.master_epoch:
-            self.log.info("slave.new_leader", master_id=leader.master_id, epoch=leader.epoch)
-            self._announce_soon()
-
-    async def _on_registered(self, msg: Registered, reply_to: str | None) -> None:
-        self.master_epoch = max(self.master_epoch, msg.epoch)
-        self.master.registered_with(msg.master_id, msg.heartbeat_interval_seconds)
-        first = not self.registered.is_set()
-        self.registered.set()
-        if self.registrations is not None:
-            self.registrations.answered(self)
-        if first:
-            self.log.info("slave.registered", master_id=msg.master_id, tasks=len(self.tasks))
-            self.updates.tell_scheduled()  # (a fleet sets aside what is owed meanwhile)
-
-    async def _on_error(self, msg: Error, reply_to: str | None) -> None:
-        if msg.code == SLAVE_GONE:  # an operator marked it gone: it never comes back
-            self.log.error("slave.marked_gone", message=logs.clip(msg.message))
-            self.gone = msg.message
-            self.ended.set()
-        elif msg.code == "unknown-slave":
-            self.log.warning("slave.unknown_to_master", message=logs.clip(msg.message))
-            if self.registered.is_set():  # (not again while it is re-registering anyway)
-                self._announce_soon()
-        else:
-            self.log.warning(
-                "slave.error_received", message=logs.clip(msg.message), code=logs.clip(msg.code, 60)
-            )
 
     # -- tasks ---------------------------------------------------------------------------------
     def used(self) -> Resources:
@@ -696,6 +577,8 @@ class Slave:
     def _forget(self, key: tuple[str, str]) -> None:
         self.health.stop(key)
         record = self.tasks.pop(key, None)
+        if record is not None:
+            self.sandbox_gc.forgotten(key[0], record)  # (kept while its executor lives)
         if record is not None and record.executor_key in self.executors:
             self.executors[record.executor_key].tasks.discard(key[1])
 

@@ -124,7 +124,7 @@ async def reannounce(cluster: InProcess, slave: Slave) -> None:
     """The slave's restart: it announces itself again, and the master takes it."""
     churn = cluster.master.churn
     before = churn.registrations + churn.reregistrations
-    await slave.announce()
+    await slave.registration.announce()
     await eventually(lambda: churn.registrations + churn.reregistrations > before)
 
 

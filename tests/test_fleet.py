@@ -442,7 +442,7 @@ async def test_an_update_owed_while_a_fleets_slave_re_registers_goes_again_once_
     async with contextlib.AsyncExitStack() as stack:
         fleet, master, told = await owing_fleet(stack, broker, tmp_path, resend_after=0.2)
         owing = fleet.slaves[1]
-        leader = Leader(master_id="m2", epoch=owing.master_epoch + 10)
+        leader = Leader(master_id="m2", epoch=owing.registration.master_epoch + 10)
         await master.publish(T.leader, leader, retain=True)  # a new leader: re-register
         await told.wait_until(lambda: bool(told.of(Reregister)))
         assert not owing.registered.is_set()

@@ -2,7 +2,7 @@
 runs on, idle, as executors here do until their framework goes) holds its resources on
 its slave, and the new leader offers them to everybody.
 
-A slave announces itself with its live tasks only (`Slave.announce`: a Reregister of
+A slave announces itself with its live tasks only (`Registration.announce`: a Reregister of
 `running`, or a plain Register when none runs), and the master learns executors from
 the tasks that name them (`executors_of`); Mesos's agent re-registers with every
 executor it runs (`executor_infos`). The slave still counts the executor in what is used
@@ -11,7 +11,7 @@ it is refused by the slave (TASK_ERROR, "needs ... but slave ... has only ... fr
 the executor's own framework, launching on its executor again, is charged its resources
 a second time.
 
-The slave's side is played as `Slave.announce` plays it: no task runs, its executor does,
+The slave's side is played as `Registration.announce` plays it: no task runs, its executor does,
 so a Reregister naming it (the rig sent a plain Register, as the slave did before the fix:
 the new leader can learn the executor only from the slave's word).
 """
@@ -78,7 +78,7 @@ async def test_a_new_leader_offers_nothing_an_idle_executor_holds() -> None:
         await registry.load()
         async with master_on(c, registry, "master-2") as second:
             # the slave hears the new leader and announces itself: no task runs, its
-            # executor does (a Reregister naming it, as Slave.announce sends)
+            # executor does (a Reregister naming it, as Registration.announce sends)
             await slave.bus.publish(
                 slave.to_master,
                 Reregister(
@@ -105,7 +105,7 @@ async def test_a_new_leader_offers_nothing_an_idle_executor_holds() -> None:
 
 
 async def test_a_slave_announces_its_idle_executors(tmp_path: Path) -> None:
-    """The slave's side: `Slave.announce` names an executor it runs with no task (a
+    """The slave's side: `Registration.announce` names an executor it runs with no task (a
     Reregister), and the master holds its room for the framework not here."""
     async with contextlib.AsyncExitStack() as stack:
         c = Cluster(stack)
@@ -129,7 +129,7 @@ async def test_a_slave_announces_its_idle_executors(tmp_path: Path) -> None:
         idle: Any = SimpleNamespace(framework_id="fw-away", info=info)
         slave.executors[("fw-away", "e1")] = idle
         try:
-            await slave.announce()
+            await slave.registration.announce()
             master = c.master
             await eventually(lambda: bool(master.books.orphans.executors_on("s1")))
             assert not master.allocator.free("s1").contains(SLAVE)

@@ -81,7 +81,7 @@ async def test_an_executor_the_slave_no_longer_plays_is_forgotten_when_it_re_reg
         # back, it names no such executor
         churn = cluster.master.churn
         before = churn.registrations + churn.reregistrations
-        await slave.announce()
+        await slave.registration.announce()
         await eventually(lambda: churn.registrations + churn.reregistrations > before)
         await eventually(lambda: not fw.executors)
 

@@ -11,6 +11,7 @@ import os
 import subprocess
 import threading
 import time
+from collections import ChainMap
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,10 +25,12 @@ from structlog.testing import capture_logs
 
 from protocol import logs
 from protocol.transport.aio import cancel_and_wait
-from protocol.wire.messages import ReadFile
+from protocol.wire.messages import ReadFile, TaskState
+from protocol.wire.resources import Resources
 from slave import sandbox_gc
 from slave.files import read_sandbox_file
 from slave.sandbox_gc import MAX_DEPTH, TRASH, Sandbox, SandboxGC, age_kept, plan
+from slave.task_groups import TaskGroups
 
 from harness.helpers import eventually, longest_step
 
@@ -94,9 +97,15 @@ def test_a_run_dir_goes_only_with_its_sandbox_or_after_it_and_never_while_live(
 
 
 # -- the shell, on real files ------------------------------------------------------------------
-def record(executor_id: str | None = None) -> Any:
+def record(
+    executor_id: str | None = None, group: tuple[str, str] | None = None, task_id: str = "t"
+) -> Any:
+    """A TaskRecord as the collector reads it: its TaskInfo names a custom executor
+    (`executor_id`), or its task group's executor, which the slave plays, is its
+    `executor_key` (`group`), or neither (a command task)."""
     executor = None if executor_id is None else SimpleNamespace(executor_id=executor_id)
-    return SimpleNamespace(info=SimpleNamespace(executor=executor))
+    info = SimpleNamespace(executor=executor, task_id=task_id)
+    return SimpleNamespace(info=info, executor_key=group)
 
 
 def make_sandbox(work: Path, framework: str, name: str, ended_ago: float) -> Path:
@@ -428,6 +437,47 @@ async def test_a_task_sandbox_stays_while_its_custom_executor_lives(tmp_path: Pa
     gc.delay = 0.0
     await gc.once()
     assert not sandbox.exists()
+    assert not (tmp_path / "runs" / "f1").exists()
+
+
+async def test_a_group_tasks_sandbox_stays_while_its_group_executor_lives(
+    tmp_path: Path,
+) -> None:
+    """A task of a task group ended, its sibling still running under the group's executor
+    (which the slave plays): its sandbox stays as long as that executor lives, as the
+    slave gives its collector the groups' executors beside the custom ones, and goes,
+    run dir and all, once its sibling has ended and the executor with it. So does that
+    of a task no look saw run (started and ended between two: the slave says whose it
+    was as it forgets it)."""
+    groups = TaskGroups()
+    groups.start("f1", "pod", Resources(cpus=0.1), ["t1", "t2", "t3"])
+    tasks: dict[tuple[str, str], Any] = {
+        ("f1", "t1"): record(group=("f1", "pod")),
+        ("f1", "t2"): record(group=("f1", "pod")),
+    }
+    one, other = make_sandbox(tmp_path, "f1", "t1", 1_000), make_sandbox(tmp_path, "f1", "t2", 0)
+    make_run_dir(tmp_path, "f1", "t1")
+    custom: dict[tuple[str, str], Any] = {}
+    executors = ChainMap[tuple[str, str], Any](custom, groups.executors)  # (as the slave's)
+    gc = SandboxGC(tmp_path, 0.0, 60.0, 0.0, tasks, executors, logs.get("test"))
+    await gc.once()
+    del tasks[("f1", "t1")]  # t1 finishes, and is forgotten; t2 runs on under "pod"
+    assert groups.ended("f1", "t1", TaskState.FINISHED).executor is None
+    brief = make_sandbox(tmp_path, "f1", "t3", 1_000)  # t3 runs and ends between looks
+    gc.forgotten("f1", record(group=("f1", "pod"), task_id="t3"))
+    assert groups.ended("f1", "t3", TaskState.FINISHED).executor is None
+    await gc.once()
+    await gc.once()
+    assert one.exists()
+    assert brief.exists()
+    assert (tmp_path / "runs" / "f1" / "t1").exists()
+    del tasks[("f1", "t2")]  # its last task ends: so does the executor
+    assert groups.ended("f1", "t2", TaskState.KILLED).executor is not None
+    await gc.once()
+    await gc.once()
+    assert not one.exists()
+    assert not other.exists()
+    assert not brief.exists()
     assert not (tmp_path / "runs" / "f1").exists()
 
 

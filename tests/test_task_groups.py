@@ -31,6 +31,7 @@ from frameworks import (
 from master.intake.costs import call_cost
 from master.master import MasterConfig
 from protocol.wire.messages import Accept, Error, TaskGroup
+from slave.paths import task_sandbox
 from slave.slave import Slave
 
 from harness.groups import EXECUTOR, KEEP_OUT, TASK
@@ -186,6 +187,43 @@ async def test_a_finishing_task_leaves_its_siblings_and_a_later_group_joins_its_
         await eventually(lambda: held(cluster, fid, sid) == Resources())
         assert slave.used() == Resources()
         books_balance(cluster.master)
+
+
+async def test_an_ended_tasks_sandbox_stays_while_its_groups_executor_runs(
+    cluster: InProcess,
+) -> None:
+    """As in Mesos, where a task's sandbox lies in its executor's run: the sandbox of a
+    group's task that finished stays while its sibling runs on under the group's
+    executor, even with every ended sandbox due at once (a full disk), and goes once
+    the executor has ended with its last task."""
+    rec = Recorder()
+    async with framework(cluster, rec, "pods") as driver:
+        offer = await rec.offer_on(driver)
+        sid, fid = offer.slave_id, driver.framework_id or ""
+        slave = slave_of(cluster, sid)
+        tasks = [
+            build_task(offer, "init", TASK, command="true", task_id="init"),
+            build_task(offer, "stay", TASK, command="sleep 300", task_id="stay"),
+        ]
+        await driver.launch_group([offer.offer_id], "pod", tasks, EXECUTOR, KEEP_OUT)
+        await rec.update("init", TaskState.FINISHED)
+        await rec.update("stay", TaskState.RUNNING)
+        await eventually(lambda: (fid, "init") not in slave.tasks)  # (forgotten: ended)
+        init = task_sandbox(slave.config.work_dir, fid, "init")
+        stay = task_sandbox(slave.config.work_dir, fid, "stay")
+        assert init.is_dir()
+        slave.sandbox_gc.delay = 0.0  # (every ended sandbox due at once)
+        await slave.sandbox_gc.once()
+        await slave.sandbox_gc.once()
+        assert init.is_dir()
+        assert stay.is_dir()
+        driver.kill_task("stay")
+        await rec.update("stay", TaskState.KILLED)
+        await eventually(lambda: not slave.groups.executors)
+        await eventually(lambda: (fid, "stay") not in slave.tasks)
+        await slave.sandbox_gc.once()
+        assert not init.exists()
+        assert not stay.exists()
 
 
 async def test_one_invalid_task_keeps_its_whole_group_from_running(
