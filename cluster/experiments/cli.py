@@ -60,10 +60,12 @@ def _report(summary: dict[str, object], out: Path, plots: bool = True) -> None:
         f"{'mean wait s':>13}{'jobs':>7}{'job time s':>12}"
     )
     for name, f in frameworks.items():
+        jobs = f["jobs_completed"]  # (none: endless demand, or none done -- no time to say)
+        job_time = f"{f['mean_job_response_time']:>12.1f}" if jobs else f"{'-':>12}"
         click.echo(
             f"{name:<12}{f['mean_share']:>12.1%}{f['mean_running_tasks']:>14.2f}"
             f"{f['tasks_completed']:>11}{f['mean_task_wait']:>13.1f}"
-            f"{f['jobs_completed']:>7}{f['mean_job_response_time']:>12.1f}"
+            f"{jobs if jobs else '-':>7}{job_time}"
         )
     util = summary["utilisation"]
     assert isinstance(util, dict)

@@ -55,6 +55,7 @@ def demo_ports(i: int) -> str:
 FRAMEWORKS = ("A", "B", "C")
 
 DEFAULT_WEB_UI = ("127.0.0.1", 5050)
+BAR = 10  # characters of the share bar at 100% (one a tenth: the table fits 80 columns)
 
 
 def framework_table(state: State | None, elapsed: float) -> Table:
@@ -74,7 +75,7 @@ def framework_table(state: State | None, elapsed: float) -> Table:
             f"{fw.allocated.get('cpus', 0.0):g}",
             f"{fw.allocated.get('mem', 0.0):g}",
             f"{share:.1%}",
-            "#" * round(share * 30),
+            "#" * round(share * BAR),
         )
     table.caption = (
         f"cluster: {total_cpus:g} cpus, {state.total.get('mem', 0.0):g} MB; "
