@@ -33,9 +33,15 @@ from slave.sandbox_gc import TRASH, SandboxGC
 from harness.helpers import eventually
 
 
+def fake_task(task_id: str, executor_id: str) -> Any:
+    """A TaskRecord of a task that ran under a custom executor, as the slave forgets it."""
+    info = SimpleNamespace(task_id=task_id, executor=SimpleNamespace(executor_id=executor_id))
+    return SimpleNamespace(info=info, executor_key=None)
+
+
 def record(executor_id: str | None = None) -> Any:
     executor = None if executor_id is None else SimpleNamespace(executor_id=executor_id)
-    return SimpleNamespace(info=SimpleNamespace(executor=executor))
+    return SimpleNamespace(info=SimpleNamespace(executor=executor), executor_key=None)
 
 
 def sandbox(work: Path, framework: str, name: str, ended_ago: float) -> Path:
@@ -151,23 +157,19 @@ async def test_what_lies_in_a_run_dir_or_sandbox_goes_without_what_it_names(
     assert list((tmp_path / "sandboxes" / TRASH).iterdir()) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a custom executor's task that ran between two looks is never seen: its "
-    "sandbox goes after the delay while its executor lives",
-)
 async def test_an_executors_task_that_ran_between_two_looks_stays_while_it_lives(
     tmp_path: Path,
 ) -> None:
-    """The collector learns which executor a task ran under only from the slave's
-    tasks at a look (every --disk-watch-interval, 60 s by default); a task forgotten
-    by then (it ended, its end sent) is never seen, and its sandbox is timed from its
-    mtime as any other: with a delay of 10 s, a task of 20 s ago goes while its
-    executor e1 lives on, where one seen at a look stays (tests/test_sandbox_gc.py)."""
+    """The collector learned which executor a task ran under only from the slave's
+    tasks at a look (every --disk-watch-interval, 60 s by default): a task forgotten
+    by then (it ended, its end sent) was never seen, and its sandbox was timed from its
+    mtime as any other -- with a delay of 10 s, a task of 20 s ago went while its
+    executor e1 lived on. The slave tells it now as it forgets one (`forgotten`)."""
     executors: dict[tuple[str, str], Any] = {("f1", "e1"): object()}
     gc = collector(tmp_path, {}, executors, delay=10.0)
     await gc.once()  # (a look: e1 runs, no task yet)
-    # t1 runs on e1, ends and is forgotten before the next look
+    # t1 runs on e1, ends and is forgotten before the next look, as the slave does it
+    gc.forgotten("f1", fake_task("t1", "e1"))
     quick = sandbox(tmp_path, "f1", "t1", 20)
     executor = sandbox(tmp_path, "f1", "executor-e1", 1_000)
     await gc.once()
