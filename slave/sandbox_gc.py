@@ -61,6 +61,7 @@ T = TypeVar("T")
 TRASH = "gc trash"  # in sandboxes/ (no framework id holds a space): being removed, 0700
 MAX_DEPTH = 64  # directories held open at once, at most, while emptying one
 STEP = 0.2  # seconds of removal in one thread hop: another slave's look waits no longer
+CHUNK = 256  # renames in one thread hop: a launch waiting on its framework's, no more
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -210,7 +211,8 @@ class SandboxGC:
         self.tasks, self.executors, self.log = tasks, executors, log
         self.removed = 0  # sandboxes removed since the slave started
         self.kept = delay  # the age kept at the last look
-        self._claimed: Collection[str] = ()  # frameworks whose sandboxes are being renamed
+        self._claimed: set[str] = set()  # frameworks whose sandboxes are being renamed
+        self._waiting: set[str] = set()  # of those, the ones a launch waits for
         # (the rest is made by `run`: a fleet's 100,000 simulated slaves never run it)
         self._released: asyncio.Event
         self._stop: threading.Event
@@ -241,8 +243,10 @@ class SandboxGC:
         """(`names`: the sandboxes the launch uses, whose end, if seen, is forgotten:
         they end anew.)"""
         while framework_id in self._claimed:
+            self._waiting.add(framework_id)  # (its renames first)
             self._released.clear()
             await self._released.wait()
+        self._waiting.discard(framework_id)
         if self._made:
             for name in names:
                 self._ended.pop((framework_id, name), None)
@@ -306,13 +310,10 @@ class SandboxGC:
         self._told_mounted = mounted
         may_empty = {s.framework_id for s in p.due} - {f for f, _ in live}
         runs_may_empty = {f for f, _ in p.runs} - {f for f, _ in live}
-        self._claimed = {s.framework_id for s in p.due} | set(p.empty)
-        self._claimed |= {f for f, _ in p.runs} | set(p.runs_empty)
         try:
-            taken = await _in_thread(self._take, p.due, p.empty, may_empty, touch, (now, look.used))
-            await _in_thread(self._take_runs, p.runs, [*p.runs_empty, *runs_may_empty])
+            taken = await self._take_all(p, may_empty, runs_may_empty, touch, (now, look.used))
         finally:
-            self._claimed = ()
+            self._claimed = set()
             self._released.set()
         for s in taken:  # (each logged in the thread: 10,000 lines held the loop 0.2 s)
             self._ended.pop((s.framework_id, s.name), None)
@@ -322,6 +323,63 @@ class SandboxGC:
             if time.monotonic() > until:  # no look, and what is left waits for the next)
                 break
         return p.next_at
+
+    async def _take_all(
+        self,
+        p: Plan,
+        may_empty: set[str],
+        runs_may_empty: set[str],
+        touch: dict[Key, float],
+        seen: tuple[float, float],
+    ) -> list[Sandbox]:
+        """The plan's renames, a framework's at a time and at most CHUNK a thread hop,
+        a framework a launch waits for first: a launch waits for its own framework's,
+        never for another tenant's thousands. Each framework released once its renames
+        are done (and its emptied directories gone)."""
+        work: dict[str, tuple[list[Sandbox], list[Key]]] = {}
+        for s in p.due:
+            work.setdefault(s.framework_id, ([], []))[0].append(s)
+        for key in p.runs:
+            work.setdefault(key[0], ([], []))[1].append(key)
+        empty, runs_empty = {*p.empty, *may_empty}, {*p.runs_empty, *runs_may_empty}
+        for framework in empty | runs_empty:
+            work.setdefault(framework, ([], []))
+        self._claimed = set(work)
+        taken: list[Sandbox] = []
+        if touch:
+            await _in_thread(self._take, [], [], set(), touch, seen)
+        while work:
+            framework = min(self._waiting & work.keys(), default=None) or min(work)
+            due, runs = work[framework]
+            some, runs_some = due[:CHUNK], runs[: max(0, CHUNK - len(due))]
+            del due[: len(some)], runs[: len(runs_some)]
+            last = not due and not runs
+            taken += await _in_thread(
+                self._take_some,
+                some,
+                [framework] if last and framework in empty else [],
+                runs_some,
+                [framework] if last and framework in runs_empty else [],
+                seen,
+            )
+            if last:
+                del work[framework]
+                self._claimed.discard(framework)
+                self._released.set()
+        return taken
+
+    def _take_some(
+        self,
+        due: list[Sandbox],
+        empty: list[str],
+        runs: list[Key],
+        runs_empty: list[str],
+        seen: tuple[float, float],
+    ) -> list[Sandbox]:
+        """Some of one framework's renames (in the thread)."""
+        taken = self._take(due, empty, set(), {}, seen)
+        self._take_runs(runs, runs_empty)
+        return taken
 
     def _live(self) -> set[Key]:
         """The sandboxes in use now; which executor each known task ran under kept (an
