@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Literal, TypeVar
+from collections.abc import Iterable
+from typing import Literal
 
 from frameworks import errors
+from frameworks.callback_queue import CallbackQueue
 from frameworks.calls import (
     accept_checked,
     acknowledgement,
@@ -77,9 +77,6 @@ from protocol.wire.messages import (
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from protocol.wire.why import Why
-
-W = TypeVar("W", bound=Wire)
-Handler = Callable[[W, str | None], Awaitable[None]]
 
 
 class SchedulerDriver:
@@ -198,8 +195,7 @@ class SchedulerDriver:
             cluster=self.topics.cluster,
             broker=f"the broker at {self.broker.bare}" if self.broker else "the broker",
         )
-        self._events: asyncio.Queue[functools.partial[Awaitable[None]]] = asyncio.Queue()
-        self._callbacks: asyncio.Task[None] | None = None  # runs them, one at a time
+        self._callbacks = CallbackQueue(lambda: self.log)  # the scheduler's, one at a time
 
     @property
     def inbox(self) -> str:
@@ -215,20 +211,20 @@ class SchedulerDriver:
             will=(self.topics.gone("framework", self.principal), "framework", self.inbox_id),
         )
         d = Dispatcher(bus, "framework")
-        d.on(Subscribed, self._in_turn(self._on_subscribed))
-        d.on(Offers, self._in_turn(self._on_offers))
-        d.on(Rescind, self._in_turn(self._on_rescind))
-        d.on(Update, self._in_turn(self._on_update))
-        d.on(FrameworkMessage, self._in_turn(self._on_message))
-        d.on(Failure, self._in_turn(self._on_failure))
+        d.on(Subscribed, self._callbacks.queued(self._on_subscribed))
+        d.on(Offers, self._callbacks.queued(self._on_offers))
+        d.on(Rescind, self._callbacks.queued(self._on_rescind))
+        d.on(Update, self._callbacks.queued(self._on_update))
+        d.on(FrameworkMessage, self._callbacks.queued(self._on_message))
+        d.on(Failure, self._callbacks.queued(self._on_failure))
         d.on(Error, self._on_error_at_once)
         d.on(Heartbeat, self._link.on_heartbeat)
-        d.on(Preempting, self._in_turn(self._on_preempting))
+        d.on(Preempting, self._callbacks.queued(self._on_preempting))
         # answered at once, beside the callbacks: one of them may be awaiting it
         d.on(TaskFileData, self._files.on_answer)
         d.on(Why, self._why.on_answer)
         d.on(FrameworkUpdated, self._updater.on_answer)
-        self._callbacks = asyncio.create_task(self._run_callbacks(), name="driver-callbacks")
+        self._callbacks.start()
         if self._drought.after:
             self._drought_watch = asyncio.create_task(self._drought.run(), name="driver-no-offers")
         self._link.start()
@@ -260,24 +256,6 @@ class SchedulerDriver:
         self._refusal = errors.BrokerRefused
         self._teardown = False  # (nothing to send it on)
         self._stopped.set()
-
-    def _in_turn(self, handler: Handler[W]) -> Handler[W]:
-        """Events reach the scheduler one at a time, in order, from the driver's own task
-        rather than the bus's: a callback that awaits an answer (`read_file`) does not
-        hold up the arrival of that answer."""
-
-        async def queued(msg: W, reply_to: str | None) -> None:
-            self._events.put_nowait(functools.partial(handler, msg, reply_to))
-
-        return queued
-
-    async def _run_callbacks(self) -> None:
-        while True:
-            event = await self._events.get()
-            try:
-                await event()
-            except Exception:  # a scheduler's bug must not stop the driver: say what it was
-                self.log.exception("framework.callback_failed", callback=event.func.__name__)
 
     def _subscription(self, incarnation: str) -> Subscribe:
         """What it subscribes with (again, with its framework id, after a reconnect)."""
@@ -335,9 +313,7 @@ class SchedulerDriver:
         bus, self.bus = self.bus, None
         if bus is None:
             return
-        if self._callbacks is not None and self._callbacks is not asyncio.current_task():
-            await cancel_and_wait(self._callbacks)
-        self._callbacks = None
+        await self._callbacks.close()
         if self._drought_watch is not None:
             await cancel_and_wait(self._drought_watch)
             self._drought_watch = None
@@ -712,7 +688,7 @@ class SchedulerDriver:
         """An error about a question of ours goes to its asker at once (a callback may be
         awaiting it); any other reaches the scheduler in turn."""
         if not self._why.on_error(msg) and not self._updater.on_error(msg):
-            await self._in_turn(self._on_error)(msg, reply_to)
+            await self._callbacks.queued(self._on_error)(msg, reply_to)
 
     async def _on_error(self, msg: Error, _r: str | None) -> None:
         if self._stopped.is_set():
