@@ -2,10 +2,10 @@
 
 It subscribes, re-subscribes with its framework id after a disconnect (or a new leader:
 `frameworks.master_link`), hands what arrives to the `Scheduler`'s callbacks one at a
-time, acknowledges status updates once `status_update` returns (unless told not to), and
-refuses misuse -- launching on an offer that is gone, or more than an offer holds -- with
-`DriverError` rather than a silent drop. The `Scheduler` whose callbacks it calls, and the
-task helpers, are in `frameworks.scheduler`.
+time (`frameworks.callback_queue`), acknowledges status updates once `status_update`
+returns (unless told not to), and refuses misuse -- launching on an offer that is gone, or
+more than an offer holds -- with `DriverError` rather than a silent drop. The `Scheduler`
+whose callbacks it calls, and the task helpers, are in `frameworks.scheduler`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from frameworks.calls import (
     unauthenticated_principal,
 )
 from frameworks.errors import DriverError
-from frameworks.framework_update import Updater, capabilities_of
+from frameworks.framework_update import Updater, capabilities_of, update_of
 from frameworks.master_link import MasterLink
 from frameworks.scheduler import Scheduler, callbacks_problem
 from frameworks.task_files import TaskFiles
@@ -71,7 +71,6 @@ from protocol.wire.messages import (
     TaskStatus,
     Teardown,
     Update,
-    UpdateFramework,
     Wire,
 )
 from protocol.wire.resources import Resources
@@ -591,41 +590,27 @@ class SchedulerDriver:
         master refuses it (nothing changed then), or does not answer in `timeout`."""
         if self._stopped.is_set():
             raise DriverError("the driver is stopped")
-        self._call_bus()  # (not subscribed: DriverError)
-        call = "update_framework"
-        new_roles = self.roles if roles is None else listed(roles, call, "roles", f"[{roles!r}]")
-        if new_roles is not None and self.roles is None:
-            raise DriverError("update_framework: roles are a MULTI_ROLE framework's")
-        was = set(self._all_roles())
-        now = set(new_roles) if new_roles is not None else was
-        caps = {c.value for c in self.capabilities}
-        capabilities = capabilities_of(
-            "PARTITION_AWARE" in caps if partition_aware is None else partition_aware,
-            "TASK_KILLING_STATE" in caps if task_killing is None else task_killing,
-            "SHARED_RESOURCES" in caps if shared_resources is None else shared_resources,
-            new_roles is not None,
-        )
-        if min_offer is not None:
-            min_offer = listed(min_offer, call, "Resources", "[r]")
-        minimum = self.min_offer if min_offer is None else [r for r in min_offer if r]
-        msg = UpdateFramework(
-            framework_id=self.framework_id or "",
-            name=name or self.name,
-            role=self.role,
-            roles=new_roles,
-            failover_timeout=self.failover_timeout
-            if failover_timeout is None
-            else failover_timeout,
-            offer_filters=OfferFilters(min_allocatable=minimum) if minimum else None,
-            capabilities=capabilities,
-            suppressed_roles=sorted(self._suppressed & now),
+        bus = self._call_bus()  # (not subscribed: DriverError)
+        subscribed = self._subscription(bus.incarnation)  # what it is, to change
+        msg = update_of(
+            subscribed,
+            name=name,
+            roles=roles,
+            failover_timeout=failover_timeout,
+            min_offer=min_offer,
+            partition_aware=partition_aware,
+            task_killing=task_killing,
+            shared_resources=shared_resources,
         )
         answer = await self._updater.update(msg, timeout)
         # what it subscribes with again (a reconnect, a new leader) is what it is now
-        self.name, self.roles, self.capabilities = msg.name, new_roles, capabilities
-        self.failover_timeout, self.min_offer = msg.failover_timeout, minimum
+        self.name, self.roles, self.capabilities = msg.name, msg.roles, msg.capabilities
+        self.failover_timeout = msg.failover_timeout
+        self.min_offer = msg.offer_filters.min_allocatable if msg.offer_filters else []
+        now = set(msg.roles if msg.roles is not None else [msg.role])
         self._suppressed &= now
-        self.log.info("framework.updated", roles=answer.roles, left=sorted(was - now))
+        left = sorted(set(subscribed.all_roles()) - now)
+        self.log.info("framework.updated", roles=answer.roles, left=left)
         return answer.roles
 
     # -- events ----------------------------------------------------------------------------------
