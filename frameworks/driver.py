@@ -1,24 +1,24 @@
 """The SDK's `SchedulerDriver`: everything a framework sends and receives goes through it.
 
-It subscribes, re-subscribes with its framework id after a disconnect (or a new leader),
-hands what arrives to the `Scheduler`'s callbacks one at a time, acknowledges status
-updates once `status_update` returns (unless told not to), and refuses misuse -- launching
-on an offer that is gone, or more than an offer holds -- with `DriverError` rather than a
-silent drop. The `Scheduler` whose callbacks it calls, and the task helpers, are in
-`frameworks.scheduler`.
+It subscribes, re-subscribes with its framework id after a disconnect (or a new leader:
+`frameworks.master_link`), hands what arrives to the `Scheduler`'s callbacks one at a
+time (`frameworks.callback_queue`), acknowledges status updates once `status_update`
+returns (unless told not to), and refuses misuse -- launching on an offer that is gone, or
+more than an offer holds -- with `DriverError` rather than a silent drop. The `Scheduler`
+whose callbacks it calls, and the task helpers, are in `frameworks.scheduler`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Literal, TypeVar
+from collections.abc import Iterable
+from typing import Literal
 
 from frameworks import errors
+from frameworks.callback_queue import CallbackQueue
 from frameworks.calls import (
     accept_checked,
     acknowledgement,
@@ -29,19 +29,18 @@ from frameworks.calls import (
     unauthenticated_principal,
 )
 from frameworks.errors import DriverError
-from frameworks.framework_update import Updater, capabilities_of
+from frameworks.framework_update import Updater, capabilities_of, update_of
+from frameworks.master_link import MasterLink
 from frameworks.scheduler import Scheduler, callbacks_problem
 from frameworks.task_files import TaskFiles
 from frameworks.why import NO_OFFER_WARNING, NoOfferWatch, WhyAsker
 from protocol import logs
-from protocol.master_silence import FRAMEWORK, MasterSilence
 from protocol.tooling.brokers import BrokerURL, broker_from_env
-from protocol.transport.aio import cancel_and_wait, first_of, within
+from protocol.transport.aio import cancel_and_wait, first_of
 from protocol.transport.base import BusClosed, Connector, Transport
 from protocol.transport.bus import MqttConnector
 from protocol.transport.inbound import Dispatcher
 from protocol.transport.leader import LeaderWatch
-from protocol.transport.patience import Patience
 from protocol.wire.messages import (
     Decline,
     Error,
@@ -53,7 +52,6 @@ from protocol.wire.messages import (
     Heartbeat,
     Kill,
     KillPolicy,
-    Leader,
     Message,
     Offer,
     OfferFilters,
@@ -73,15 +71,11 @@ from protocol.wire.messages import (
     TaskStatus,
     Teardown,
     Update,
-    UpdateFramework,
     Wire,
 )
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
 from protocol.wire.why import Why
-
-W = TypeVar("W", bound=Wire)
-Handler = Callable[[W, str | None], Awaitable[None]]
 
 
 class SchedulerDriver:
@@ -166,9 +160,6 @@ class SchedulerDriver:
         self.capabilities = capabilities_of(
             partition_aware, task_killing, shared_resources, self.roles is not None
         )
-        self.master_id = ""
-        self.master_epoch = 0  # the epoch of the master we subscribed with
-        self._resubscribing: asyncio.Future[None] | None = None
         self._watching: asyncio.Task[None] | None = None  # for the bus giving up
         # who we are is the broker's username; without authentication, as a Mesos framework
         # names its own principal: its name (unproven, so it protects nothing)
@@ -186,7 +177,6 @@ class SchedulerDriver:
         # the master sets its suppression to what a subscription names (Mesos 1.9's)
         self._suppressed: set[str] = set()
         self.bus: Transport | None = None
-        self._subscribed = asyncio.Event()
         self._stopped = asyncio.Event()
         self._teardown = True
         self._files = TaskFiles(self._call)  # reads of its tasks' sandbox files
@@ -194,11 +184,17 @@ class SchedulerDriver:
         self._updater = Updater(self._call)  # its updates of itself, answered
         self._drought = NoOfferWatch(self.why, lambda: self.log, no_offer_warning or 0.0)
         self._drought_watch: asyncio.Task[None] | None = None  # runs it (if no_offer_warning)
-        up = lambda: bool(self.bus and self.bus.connected)  # noqa: E731
-        self._silence = MasterSilence(lambda: self.log, self.topics.cluster, up, FRAMEWORK)
-        self._silence_watch: asyncio.Task[None] | None = None  # runs it
-        self._events: asyncio.Queue[functools.partial[Awaitable[None]]] = asyncio.Queue()
-        self._callbacks: asyncio.Task[None] | None = None  # runs them, one at a time
+        self._link = MasterLink(  # subscribed to the leading master, and hearing it
+            bus=lambda: self.bus,
+            to_master=self.to_master,
+            subscription=self._subscription,
+            stopped=self._stopped,
+            lost=self._disconnected,
+            log=lambda: self.log,
+            cluster=self.topics.cluster,
+            broker=f"the broker at {self.broker.bare}" if self.broker else "the broker",
+        )
+        self._callbacks = CallbackQueue(lambda: self.log)  # the scheduler's, one at a time
 
     @property
     def inbox(self) -> str:
@@ -214,26 +210,26 @@ class SchedulerDriver:
             will=(self.topics.gone("framework", self.principal), "framework", self.inbox_id),
         )
         d = Dispatcher(bus, "framework")
-        d.on(Subscribed, self._in_turn(self._on_subscribed))
-        d.on(Offers, self._in_turn(self._on_offers))
-        d.on(Rescind, self._in_turn(self._on_rescind))
-        d.on(Update, self._in_turn(self._on_update))
-        d.on(FrameworkMessage, self._in_turn(self._on_message))
-        d.on(Failure, self._in_turn(self._on_failure))
+        d.on(Subscribed, self._callbacks.queued(self._on_subscribed))
+        d.on(Offers, self._callbacks.queued(self._on_offers))
+        d.on(Rescind, self._callbacks.queued(self._on_rescind))
+        d.on(Update, self._callbacks.queued(self._on_update))
+        d.on(FrameworkMessage, self._callbacks.queued(self._on_message))
+        d.on(Failure, self._callbacks.queued(self._on_failure))
         d.on(Error, self._on_error_at_once)
-        d.on(Heartbeat, self._on_heartbeat)
-        d.on(Preempting, self._in_turn(self._on_preempting))
+        d.on(Heartbeat, self._link.on_heartbeat)
+        d.on(Preempting, self._callbacks.queued(self._on_preempting))
         # answered at once, beside the callbacks: one of them may be awaiting it
         d.on(TaskFileData, self._files.on_answer)
         d.on(Why, self._why.on_answer)
         d.on(FrameworkUpdated, self._updater.on_answer)
-        self._callbacks = asyncio.create_task(self._run_callbacks(), name="driver-callbacks")
+        self._callbacks.start()
         if self._drought.after:
             self._drought_watch = asyncio.create_task(self._drought.run(), name="driver-no-offers")
-        self._silence_watch = asyncio.create_task(self._silence.run(), name="driver-silence")
+        self._link.start()
         await bus.subscribe(self.inbox, d)
-        await LeaderWatch.on(bus, self.topics, self._on_leader, beat=self._on_beat)
-        bus.on_connect(self._subscribe)
+        await LeaderWatch.on(bus, self.topics, self._link.on_leader, beat=self._link.on_beat)
+        bus.on_connect(self._link.subscribe)
         self.bus = bus
         try:
             await bus.start(timeout=timeout)
@@ -241,11 +237,11 @@ class SchedulerDriver:
             await self._close()
             raise errors.connecting(e, str(self.broker or "the broker")) from e
         self._watching = asyncio.create_task(self._stop_if_given_up(bus), name="driver-bus")
-        await first_of(self._subscribed, self._stopped, timeout=timeout)
+        await first_of(self._link.subscribed, self._stopped, timeout=timeout)
         if self.removed is not None:
             await self._close()
             raise self._refusal(self.removed)
-        if not self._subscribed.is_set():
+        if not self._link.subscribed.is_set():
             await self._close()
             raise errors.MasterUnreachable(
                 f"no answer from a master of cluster {self.topics.cluster!r} in {timeout}s"
@@ -260,72 +256,25 @@ class SchedulerDriver:
         self._teardown = False  # (nothing to send it on)
         self._stopped.set()
 
-    def _in_turn(self, handler: Handler[W]) -> Handler[W]:
-        """Events reach the scheduler one at a time, in order, from the driver's own task
-        rather than the bus's: a callback that awaits an answer (`read_file`) does not
-        hold up the arrival of that answer."""
+    def _subscription(self, incarnation: str) -> Subscribe:
+        """What it subscribes with (again, with its framework id, after a reconnect)."""
+        return Subscribe(
+            name=self.name,
+            role=self.role,
+            roles=self.roles,
+            weight=self.weight,
+            failover_timeout=self.failover_timeout,
+            framework_id=self.framework_id,
+            inbox=self.inbox_id,
+            incarnation=incarnation,
+            offer_filters=OfferFilters(min_allocatable=self.min_offer) if self.min_offer else None,
+            capabilities=self.capabilities,
+            suppressed_roles=sorted(self._suppressed),
+        )
 
-        async def queued(msg: W, reply_to: str | None) -> None:
-            self._events.put_nowait(functools.partial(handler, msg, reply_to))
-
-        return queued
-
-    async def _run_callbacks(self) -> None:
-        while True:
-            event = await self._events.get()
-            try:
-                await event()
-            except Exception:  # a scheduler's bug must not stop the driver: say what it was
-                self.log.exception("framework.callback_failed", callback=event.func.__name__)
-
-    async def _subscribe(self) -> None:
-        """Subscribe (again, with our framework id, after any reconnect) until answered.
-
-        A master that is not up yet, or restarting, misses the first Subscribe: retry
-        with backoff, as the Mesos driver does.
-        """
-        if self._subscribed.is_set():
-            self._subscribed.clear()
-            self._drought.subscribed(False)
-            self._silence.unsubscribed()
-            await self.scheduler.disconnected(self)
-        delay = 0.5
-        patience = Patience()  # (the bus says when it is the broker that is missing)
-        while not self._subscribed.is_set() and not self._stopped.is_set():
-            bus = self.bus
-            if bus is None or not bus.connected:
-                return  # the next connect starts over
-            if (waited := patience.due()) is not None:
-                cluster = self.topics.cluster
-                broker = f"the broker at {self.broker.bare}" if self.broker else "the broker"
-                self.log.warning(
-                    "framework.waiting_for_master",
-                    waited=round(waited, 1),
-                    detail=f"connected to {broker}, but no master of cluster {cluster!r} "
-                    f"has answered the subscription: is one running "
-                    f"there (drfmesos master --cluster {cluster})?",
-                )
-            await bus.publish(
-                self.to_master,
-                Subscribe(
-                    name=self.name,
-                    role=self.role,
-                    roles=self.roles,
-                    weight=self.weight,
-                    failover_timeout=self.failover_timeout,
-                    framework_id=self.framework_id,
-                    inbox=self.inbox_id,
-                    incarnation=bus.incarnation,
-                    offer_filters=OfferFilters(min_allocatable=self.min_offer)
-                    if self.min_offer
-                    else None,
-                    capabilities=self.capabilities,
-                    suppressed_roles=sorted(self._suppressed),
-                ),
-            )
-            with contextlib.suppress(TimeoutError):
-                await within(self._subscribed.wait(), delay)
-            delay = min(delay * 2, 10.0)
+    async def _disconnected(self) -> None:
+        self._drought.subscribed(False)
+        await self.scheduler.disconnected(self)
 
     @made_at_once
     def stop(self, failover: bool = False) -> None:
@@ -363,22 +312,14 @@ class SchedulerDriver:
         bus, self.bus = self.bus, None
         if bus is None:
             return
-        if self._callbacks is not None and self._callbacks is not asyncio.current_task():
-            await cancel_and_wait(self._callbacks)
-        self._callbacks = None
+        await self._callbacks.close()
         if self._drought_watch is not None:
             await cancel_and_wait(self._drought_watch)
             self._drought_watch = None
-        if self._silence_watch is not None:
-            await cancel_and_wait(self._silence_watch)
-            self._silence_watch = None
+        await self._link.close()
         if self._watching is not None and self._watching is not asyncio.current_task():
             await cancel_and_wait(self._watching)
         self._watching = None
-        if self._resubscribing is not None and not self._resubscribing.done():
-            self._resubscribing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._resubscribing
         if self._teardown and self.framework_id and bus.connected:
             with contextlib.suppress(Exception):
                 await bus.publish(
@@ -649,72 +590,38 @@ class SchedulerDriver:
         master refuses it (nothing changed then), or does not answer in `timeout`."""
         if self._stopped.is_set():
             raise DriverError("the driver is stopped")
-        self._call_bus()  # (not subscribed: DriverError)
-        call = "update_framework"
-        new_roles = self.roles if roles is None else listed(roles, call, "roles", f"[{roles!r}]")
-        if new_roles is not None and self.roles is None:
-            raise DriverError("update_framework: roles are a MULTI_ROLE framework's")
-        was = set(self._all_roles())
-        now = set(new_roles) if new_roles is not None else was
-        caps = {c.value for c in self.capabilities}
-        capabilities = capabilities_of(
-            "PARTITION_AWARE" in caps if partition_aware is None else partition_aware,
-            "TASK_KILLING_STATE" in caps if task_killing is None else task_killing,
-            "SHARED_RESOURCES" in caps if shared_resources is None else shared_resources,
-            new_roles is not None,
-        )
-        if min_offer is not None:
-            min_offer = listed(min_offer, call, "Resources", "[r]")
-        minimum = self.min_offer if min_offer is None else [r for r in min_offer if r]
-        msg = UpdateFramework(
-            framework_id=self.framework_id or "",
-            name=name or self.name,
-            role=self.role,
-            roles=new_roles,
-            failover_timeout=self.failover_timeout
-            if failover_timeout is None
-            else failover_timeout,
-            offer_filters=OfferFilters(min_allocatable=minimum) if minimum else None,
-            capabilities=capabilities,
-            suppressed_roles=sorted(self._suppressed & now),
+        bus = self._call_bus()  # (not subscribed: DriverError)
+        subscribed = self._subscription(bus.incarnation)  # what it is, to change
+        msg = update_of(
+            subscribed,
+            name=name,
+            roles=roles,
+            failover_timeout=failover_timeout,
+            min_offer=min_offer,
+            partition_aware=partition_aware,
+            task_killing=task_killing,
+            shared_resources=shared_resources,
         )
         answer = await self._updater.update(msg, timeout)
         # what it subscribes with again (a reconnect, a new leader) is what it is now
-        self.name, self.roles, self.capabilities = msg.name, new_roles, capabilities
-        self.failover_timeout, self.min_offer = msg.failover_timeout, minimum
+        self.name, self.roles, self.capabilities = msg.name, msg.roles, msg.capabilities
+        self.failover_timeout = msg.failover_timeout
+        self.min_offer = msg.offer_filters.min_allocatable if msg.offer_filters else []
+        now = set(msg.roles if msg.roles is not None else [msg.role])
         self._suppressed &= now
-        self.log.info("framework.updated", roles=answer.roles, left=sorted(was - now))
+        left = sorted(set(subscribed.all_roles()) - now)
+        self.log.info("framework.updated", roles=answer.roles, left=left)
         return answer.roles
 
     # -- events ----------------------------------------------------------------------------------
-    async def _on_leader(self, leader: Leader) -> None:
-        """A new master leads: subscribe again with our framework id (as the Mesos driver
-        does on a new master detected), and our offers come back from it."""
-        if self._subscribed.is_set() and leader.epoch > self.master_epoch:
-            self.log.info("framework.new_leader", master_id=leader.master_id, epoch=leader.epoch)
-            self._resubscribe()
-
-    def _on_beat(self, beat: Leader) -> None:
-        """The leader's beat: of a master other than ours (one started again in our epoch,
-        which no announcement tells), it has us subscribe again (as slave.master_link)."""
-        if self._subscribed.is_set() and beat.master_id != self.master_id:
-            self._resubscribe()
-
-    def _resubscribe(self) -> None:
-        if self._resubscribing is None or self._resubscribing.done():
-            self._resubscribing = asyncio.ensure_future(self._subscribe())
-
     async def _on_subscribed(self, msg: Subscribed, _r: str | None) -> None:
-        if self._subscribed.is_set() and msg.framework_id == self.framework_id:
-            return  # the answer to a retry that crossed the first answer
         first = self.framework_id is None
-        self.master_epoch = max(self.master_epoch, msg.epoch)
-        self.framework_id, self.master_id = msg.framework_id, msg.master_id
+        if not self._link.answered(msg, self.framework_id):
+            return  # the answer to a retry that crossed the first answer
+        self.framework_id = msg.framework_id
         self.log = self.log.bind(framework_id=msg.framework_id)
         self.offers.clear()  # offers from before a reconnect were rescinded
-        self._subscribed.set()
         self._drought.subscribed()
-        self._silence.subscribed(msg.heartbeat_interval_seconds)
         self.log.info("framework.subscribed", resubscribed=msg.resubscribed)
         if first and not msg.resubscribed:
             await self.scheduler.registered(self, msg.framework_id, msg.master_id)
@@ -766,19 +673,19 @@ class SchedulerDriver:
         """An error about a question of ours goes to its asker at once (a callback may be
         awaiting it); any other reaches the scheduler in turn."""
         if not self._why.on_error(msg) and not self._updater.on_error(msg):
-            await self._in_turn(self._on_error)(msg, reply_to)
+            await self._callbacks.queued(self._on_error)(msg, reply_to)
 
     async def _on_error(self, msg: Error, _r: str | None) -> None:
         if self._stopped.is_set():
             return  # stopped: no more callbacks
         # a subscription refused is raised from start(): its caller says it, not the log
-        refused = msg.code in errors.FATAL and not self._subscribed.is_set()
+        refused = msg.code in errors.FATAL and not self._link.subscribed.is_set()
         (self.log.info if refused else self.log.warning)(
             "framework.error", message=msg.message, code=msg.code
         )
-        if msg.code == "unknown-framework" and self.framework_id and self._subscribed.is_set():
+        if msg.code == "unknown-framework" and self.framework_id and self._link.subscribed.is_set():
             # a master that does not know us (a new leader we have not heard of yet)
-            self._resubscribe()
+            self._link.again()
         fatal = msg.code in errors.FATAL
         if fatal:  # as the Mesos driver: the framework is gone, so the driver stops
             self.removed = msg.message
@@ -795,6 +702,3 @@ class SchedulerDriver:
             return  # stopped: no more callbacks
         self.log.info("framework.preempting", tasks=len(msg.tasks), deadline=msg.deadline_seconds)
         await self.scheduler.preempting(self, msg)
-
-    async def _on_heartbeat(self, msg: Heartbeat, _r: str | None) -> None:
-        self._silence.heard()  # (liveness only: protocol.master_silence)

@@ -5,19 +5,23 @@ as a tenant may send it."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_multi_role import MULTI, WHOLE, acl_cluster, offers_of, roles_balance
 
 from frameworks import SchedulerDriver, build_task
 from frameworks.errors import DriverError
+from frameworks.framework_update import update_of
 from master.ha.registry import Registry
 from master.master import MasterConfig
 from protocol.wire.messages import (
     Error,
     FrameworkCapability,
     FrameworkUpdated,
+    OfferFilters,
     Rescind,
+    Subscribe,
     TaskState,
     UpdateFramework,
 )
@@ -141,3 +145,40 @@ def test_an_update_names_roles_as_a_subscribe_does() -> None:
             roles=["web", "web"],
             capabilities=[FrameworkCapability.MULTI_ROLE],
         )
+
+
+def updated(subscribed: Subscribe, **given: Any) -> UpdateFramework:
+    """`update_of` with what is `given`, and nothing else."""
+    changes = ("name", "roles", "failover_timeout", "min_offer", "partition_aware")
+    nothing = dict.fromkeys((*changes, "task_killing", "shared_resources"))
+    return update_of(subscribed, **(nothing | given))
+
+
+def test_an_sdk_update_keeps_what_it_is_not_given_and_the_suppressed_roles_it_keeps() -> None:
+    subscribed = Subscribe(
+        name="a",
+        roles=["web", "batch"],
+        failover_timeout=30,
+        framework_id="f",
+        inbox="fw-1",
+        offer_filters=OfferFilters(min_allocatable=[Resources(cpus=0.5)]),
+        capabilities=[FrameworkCapability.MULTI_ROLE, FrameworkCapability.PARTITION_AWARE],
+        suppressed_roles=["web", "batch"],
+    )
+    kept = updated(subscribed)
+    assert (kept.name, kept.roles, kept.failover_timeout) == ("a", ["web", "batch"], 30)
+    assert kept.offer_filters == subscribed.offer_filters
+    assert set(kept.capabilities) == set(subscribed.capabilities)
+    assert kept.suppressed_roles == ["batch", "web"]
+    moved = updated(subscribed, roles=["web", "ops"], min_offer=[], task_killing=True)
+    assert moved.roles == ["web", "ops"]
+    assert moved.suppressed_roles == ["web"]  # (batch is left: its suppression goes)
+    assert moved.offer_filters is None  # (no smallest offer now)
+    assert {c.value for c in moved.capabilities} == {
+        "MULTI_ROLE",
+        "PARTITION_AWARE",
+        "TASK_KILLING_STATE",
+    }
+    one_role = Subscribe(name="b", role="web", framework_id="g", inbox="fw-2")
+    with pytest.raises(DriverError, match="MULTI_ROLE"):
+        updated(one_role, roles=["web"])

@@ -39,7 +39,7 @@ async def test_a_framework_whose_master_stops_says_so(cluster: InProcess) -> Non
         try:
             # heartbeats keep it quiet while the master runs: MISSED intervals and more pass
             heard = 0
-            silence = driver._silence  # (the driver's watch: counted as it hears them)
+            silence = driver._link.silence  # (the driver's watch: counted as it hears them)
             hear = silence.heard
 
             def counted() -> None:

@@ -27,12 +27,12 @@ async def test_a_drivers_own_resubscription_keeps_the_roles_it_suppressed(
         allocator = cluster.master.allocator
         driver.suppress_offers(["batch"])
         await eventually(lambda: allocator.suppressed(fid, "batch"))
-        await within(driver._subscribe(), 10)  # (as after a reconnect, or a new leader)
+        await within(driver._link.subscribe(), 10)  # (as after a reconnect, or a new leader)
         assert allocator.suppressed(fid, "batch")
         assert not allocator.suppressed(fid, "web")
         driver.revive_offers(["batch"])
         await eventually(lambda: not allocator.suppressed(fid, "batch"))
-        await within(driver._subscribe(), 10)
+        await within(driver._link.subscribe(), 10)
         assert not allocator.suppressed(fid, "batch")
     finally:
         driver.stop()
