@@ -34,7 +34,7 @@ a symlink meanwhile is removed, never followed. Persistent volumes live elsewher
 (`volumes/`) and are reached from a sandbox only through such a symlink or a mount: never
 touched. A directory nested deeper than MAX_DEPTH is moved up to the top of
 the trash and emptied from there, so that no tenant's nesting costs more than
-MAX_DEPTH descriptors.
+2 * MAX_DEPTH descriptors (each directory held open, and its listing, read as it goes).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ Key = tuple[str, str]  # (framework id, the sandbox's name in its framework's di
 T = TypeVar("T")
 
 TRASH = "gc trash"  # in sandboxes/ (no framework id holds a space): being removed, 0700
-MAX_DEPTH = 64  # directories held open at once, at most, while emptying one
+MAX_DEPTH = 64  # directories held open at once, at most, while emptying one (2 fds each)
 STEP = 0.2  # seconds of removal in one thread hop: another slave's look waits no longer
 CHUNK = 256  # renames in one thread hop: a launch waiting on its framework's, no more
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -333,9 +333,10 @@ class SandboxGC:
         seen: tuple[float, float],
     ) -> list[Sandbox]:
         """The plan's renames, a framework's at a time and at most CHUNK a thread hop,
-        a framework a launch waits for first: a launch waits for its own framework's,
-        never for another tenant's thousands. Each framework released once its renames
-        are done (and its emptied directories gone)."""
+        a framework a launch waits for first (of several, the one with the fewest left):
+        a launch waits for its own framework's, never for another tenant's thousands.
+        Each framework released once its renames are done (and its emptied directories
+        gone)."""
         work: dict[str, tuple[list[Sandbox], list[Key]]] = {}
         for s in p.due:
             work.setdefault(s.framework_id, ([], []))[0].append(s)
@@ -349,7 +350,14 @@ class SandboxGC:
         if touch:
             await _in_thread(self._take, [], [], set(), touch, seen)
         while work:
-            framework = min(self._waiting & work.keys(), default=None) or min(work)
+            # of the frameworks launches wait for, the one with the fewest renames left:
+            # by id, a tenant's thousands with a launch of its own waiting held another's
+            waiting = self._waiting & work.keys()
+            framework = (
+                min(waiting, key=lambda f: (len(work[f][0]) + len(work[f][1]), f))
+                if waiting
+                else min(work)
+            )
             due, runs = work[framework]
             some, runs_some = due[:CHUNK], runs[: max(0, CHUNK - len(due))]
             del due[: len(some)], runs[: len(runs_some)]
