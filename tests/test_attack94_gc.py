@@ -201,7 +201,7 @@ async def test_a_launch_waits_for_its_own_frameworks_renames_not_another_tenants
     def take_one(parent: int, trash: int | None, name: str) -> None:
         if name.startswith("m"):
             held.wait(30)  # (until alice's launch waits)
-            renamed.append(name)
+        renamed.append(name)  # (in the one thread: the order they went in)
         real(parent, trash, name)
 
     gc._take_one = take_one  # type: ignore[method-assign]
@@ -212,11 +212,13 @@ async def test_a_launch_waits_for_its_own_frameworks_renames_not_another_tenants
         await eventually(lambda: "alice" in gc._waiting)
         held.set()
         await within(launch, 30)
-        assert len(renamed) <= sandbox_gc.CHUNK  # (one hop of mallory's at most)
     finally:
         held.set()
         await collecting
-    assert len(renamed) == many  # (and mallory's all went in the same look)
+    # alice's went after one hop of mallory's at most (counted in the order they went:
+    # by the time this test runs again, the thread may have renamed more of mallory's)
+    assert renamed.index("a1") <= sandbox_gc.CHUNK
+    assert len(renamed) == many + 1  # (and mallory's all went in the same look)
 
 
 async def test_a_directory_whose_listing_outlasts_a_step_is_still_emptied(
