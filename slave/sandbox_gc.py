@@ -47,6 +47,7 @@ import os
 import stat
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ def age_kept(delay: float, headroom: float, used: float) -> float:
 
 
 def plan(
-    sandboxes: Iterable[Sandbox],
+    sandboxes: Collection[Sandbox],  # (read twice)
     empty: Iterable[str],
     live: Collection[Key],
     kept: float,
@@ -212,7 +213,7 @@ class SandboxGC:
         self.removed = 0  # sandboxes removed since the slave started
         self.kept = delay  # the age kept at the last look
         self._claimed: set[str] = set()  # frameworks whose sandboxes are being renamed
-        self._waiting: set[str] = set()  # of those, the ones a launch waits for
+        self._waiting: Counter[str] = Counter()  # of those, launches waiting for each
         # (the rest is made by `run`: a fleet's 100,000 simulated slaves never run it)
         self._released: asyncio.Event
         self._stop: threading.Event
@@ -242,11 +243,16 @@ class SandboxGC:
     async def claimed(self, framework_id: str, names: Iterable[str] = ()) -> None:
         """(`names`: the sandboxes the launch uses, whose end, if seen, is forgotten:
         they end anew.)"""
-        while framework_id in self._claimed:
-            self._waiting.add(framework_id)  # (its renames first)
-            self._released.clear()
-            await self._released.wait()
-        self._waiting.discard(framework_id)
+        if framework_id in self._claimed:
+            self._waiting[framework_id] += 1  # (its renames first)
+            try:
+                while framework_id in self._claimed:
+                    self._released.clear()
+                    await self._released.wait()
+            finally:  # (a launch cancelled meanwhile waits no more)
+                self._waiting[framework_id] -= 1
+                if not self._waiting[framework_id]:
+                    del self._waiting[framework_id]
         if self._made:
             for name in names:
                 self._ended.pop((framework_id, name), None)
@@ -284,7 +290,11 @@ class SandboxGC:
         # (from here to the claim, no await: a task launched after this finds its
         # framework claimed and waits)
         now = time.time()
-        live = self._live()
+        self.kept = age_kept(self.delay, self.headroom, look.used)
+        # an ended task's sandbox kept while its executor lives, but not on a disk past
+        # 1 - headroom full: a tenant's executor that lives on, fed short tasks, would
+        # fill it (each task held to its disk only while it runs)
+        live = self._live(executors_hold=look.used < 1 - self.headroom)
         touch = {key: now for key in self._seen - live}
         self._ended.update(touch)
         self._seen = live
@@ -295,7 +305,6 @@ class SandboxGC:
         for key, mtime in look.sandboxes.items():  # (the mtime, the task's user's, read
             if key not in live:  # once, never later than now: else an mtime set ahead
                 self._ended.setdefault(key, min(mtime, now))  # kept it for good)
-        self.kept = age_kept(self.delay, self.headroom, look.used)
         sandboxes = [
             Sandbox(f, n, self._ended.get((f, n), mtime))
             for (f, n), mtime in look.sandboxes.items()
@@ -352,7 +361,7 @@ class SandboxGC:
         while work:
             # of the frameworks launches wait for, the one with the fewest renames left:
             # by id, a tenant's thousands with a launch of its own waiting held another's
-            waiting = self._waiting & work.keys()
+            waiting = self._waiting.keys() & work.keys()
             framework = (
                 min(waiting, key=lambda f: (len(work[f][0]) + len(work[f][1]), f))
                 if waiting
@@ -389,7 +398,7 @@ class SandboxGC:
         self._take_runs(runs, runs_empty)
         return taken
 
-    def _live(self) -> set[Key]:
+    def _live(self, executors_hold: bool = True) -> set[Key]:
         """The sandboxes in use now; which executor each known task ran under kept (an
         ended task's, forgotten by the slave, while its executor lives)."""
         for (framework, task_id), record in self.tasks.items():
@@ -399,7 +408,7 @@ class SandboxGC:
                 self._ran_under.pop(key, None)  # (a task id used again, on no executor)
             else:
                 self._ran_under[key] = executor_id
-        live = live_sandboxes(self.tasks, self.executors, self._ran_under)
+        live = live_sandboxes(self.tasks, self.executors, self._ran_under if executors_hold else {})
         for key in [k for k in self._ran_under if k not in live]:
             del self._ran_under[key]  # (the task and its executor both ended)
         return live

@@ -45,6 +45,8 @@ async def weigh(tmp_path: Path, edit: str | None) -> tuple[Path, list[Path], lis
             )
             await eventually(lambda: c.master.allocator.roles.weight("eng/batch") == 1)
             await eventually(lambda: "eng/batch" in load_roles(roles).roles)
+            if edit is not None:  # (said once the file's write is back from its thread)
+                await eventually(lambda: any(e["event"] == "roles.file_edited" for e in logs))
     return roles, kept_beside(roles), [e for e in logs if e["event"] == "roles.file_edited"]
 
 

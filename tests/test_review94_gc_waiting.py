@@ -55,7 +55,7 @@ async def test_a_launch_waits_for_its_own_renames_when_another_tenants_launch_wa
         await eventually(lambda: {"alice", "a-mallory"} <= gc._claimed)
         mallorys = asyncio.ensure_future(gc.claimed("a-mallory", ["m0"]))
         alices = asyncio.ensure_future(gc.claimed("alice", ["a1"]))
-        await eventually(lambda: {"alice", "a-mallory"} <= gc._waiting)
+        await eventually(lambda: {"alice", "a-mallory"} <= gc._waiting.keys())
         held.set()
         await within(alices, 30)
         await within(mallorys, 30)

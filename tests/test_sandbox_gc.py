@@ -440,6 +440,28 @@ async def test_a_task_sandbox_stays_while_its_custom_executor_lives(tmp_path: Pa
     assert not (tmp_path / "runs" / "f1").exists()
 
 
+async def test_on_a_full_disk_an_ended_task_goes_though_its_executor_lives(
+    tmp_path: Path,
+) -> None:
+    """An ended task's sandbox is kept while its executor lives, but not on a disk past
+    1 - headroom full (the age kept 0): a tenant's executor that lives on, fed short
+    tasks, each held to its disk only while it runs, would fill the disk with their
+    ended sandboxes for the other tenants (review94). The executor's own stays."""
+    ended = make_sandbox(tmp_path, "f1", "t1", 1_000)
+    own = make_sandbox(tmp_path, "f1", "executor-e1", 1_000)
+    tasks: dict[tuple[str, str], Any] = {("f1", "t1"): record("e1")}
+    executors: dict[tuple[str, str], Any] = {("f1", "e1"): object()}
+    gc = collector(tmp_path, tasks, executors, delay=100.0)
+    await gc.once()
+    del tasks[("f1", "t1")]  # the task ends, and is forgotten; its executor runs on
+    await gc.once()
+    assert ended.exists()  # (held: the disk has room)
+    gc.headroom = 1.0  # the disk past 1 - headroom full
+    await gc.once()
+    assert not ended.exists()
+    assert own.exists()
+
+
 async def test_a_group_tasks_sandbox_stays_while_its_group_executor_lives(
     tmp_path: Path,
 ) -> None:
