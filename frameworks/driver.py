@@ -200,6 +200,16 @@ class SchedulerDriver:
     def inbox(self) -> str:
         return self.topics.framework(self.principal, self.inbox_id)
 
+    @property
+    def master_id(self) -> str:
+        """The master it subscribed with last ("" before it did)."""
+        return self._link.master_id
+
+    @property
+    def master_epoch(self) -> int:
+        """That master's epoch (its term as leader)."""
+        return self._link.master_epoch
+
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, timeout: float = 30.0) -> None:
         """Connect and subscribe; returns once the master has answered. Else raises a

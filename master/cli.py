@@ -15,7 +15,7 @@ from master.allocation.allocator import HEADROOM
 from master.allocation.preemption import VICTIM_ORDERS
 from master.config import DEFAULTS, MasterConfig
 from master.ha.leadership import LeadershipError
-from master.http.config import HttpConfig, PortTaken
+from master.http.config import CertificateUnusable, HttpConfig, PortTaken
 from master.rate_limits import (
     DEFAULT_CAPACITY,
     DEFAULT_QPS,
@@ -549,7 +549,7 @@ def master(
 
     try:
         run_party(broker, party)
-    except (LeadershipError, PortTaken) as e:
+    except (LeadershipError, PortTaken, CertificateUnusable) as e:
         raise click.ClickException(str(e)) from None
 
 

@@ -225,6 +225,11 @@ async def test_a_call_made_without_await_still_happens_and_stop_may_be_awaited(
     driver = SchedulerDriver(rec, name="forgetful", broker=cluster.connect, cluster=CLUSTER)
     assert driver.role == "forgetful"  # no credentials: its own name, never '*'
     await driver.start()
+    # (whom it subscribed with, as before the driver's link had its own module)
+    assert (driver.master_id, driver.master_epoch) == (
+        cluster.master.master_id,
+        cluster.master.epoch,
+    )
     await rec.wait(lambda: rec.offers)
     offer = rec.offers[0]
     task = build_task(offer, "t", Resources(cpus=0.5, mem=64), command="exit 4", task_id="t1")

@@ -121,6 +121,12 @@ def _res(r: object) -> str:
     return str(r) if r else "-"
 
 
+def acks_owed(frameworks: int) -> str:
+    """What a drain waits for, as the state view says it."""
+    whose = "framework's" if frameworks == 1 else "frameworks'"
+    return f"{frameworks} {whose} acks owed"
+
+
 def render_state(state: State) -> Group:
     head = Table.grid(padding=(0, 2))
     add_plain(head, "master", state.master_id, "policy", state.policy)
@@ -214,7 +220,7 @@ def render_state(state: State) -> Group:
             str(s.tasks),
             used_of(s.used, allocated),
             (s.maintenance or "")
-            + (f" ({s.drain_acks_owed} frameworks' acks owed)" if s.drain_acks_owed else ""),
+            + (f" ({acks_owed(s.drain_acks_owed)})" if s.drain_acks_owed else ""),
         )
     tasks = Table(title="tasks (usage: its slave's last report)", title_justify="left")
     for col in ("task", "framework", "slave", "state", "ports", "used / allocated"):

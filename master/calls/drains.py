@@ -176,25 +176,31 @@ class Drains:
         for slave_id, out in list(self.books.maintenance.items()):
             slave = self.books.slaves.get(slave_id)
             if out.drain != DRAINING or slave is None or not slave.connected:
+                self._owe_acks(out, 0)  # (gone, or away: it waits on the slave first)
                 continue
             self._kill_the_rest(slave, out)
             self._kill_orphans(slave, out)
             self._cut_dying(slave, out)
             if slave.tasks or self._still_running(slave_id):
-                out.quiet_since, out.acks_owed = None, 0
+                out.quiet_since = None
+                self._owe_acks(out, 0)
                 continue
             now = loop_time()
             out.quiet_since = now if out.quiet_since is None else out.quiet_since
             owed = self._owed(slave_id)
             if owed and now - out.quiet_since < self.ack_wait:
-                if len(owed) != out.acks_owed:  # (what the state says it waits for)
-                    out.acks_owed = len(owed)
-                    self.outbox.state_changed()
+                self._owe_acks(out, len(owed))
                 continue
-            out.acks_owed = 0
+            self._owe_acks(out, 0)
             if owed:  # (still sent again to them until they acknowledge: no update lost)
                 self.log.warning("slave.drain_acks_waited_out", slave_id=slave_id, owed=owed)
             self._drained(slave, out)
+
+    def _owe_acks(self, out: Maintenance, frameworks: int) -> None:
+        """What the state says a drain waits for: how many frameworks' acknowledgements."""
+        if out.acks_owed != frameworks:
+            out.acks_owed = frameworks
+            self.outbox.state_changed()
 
     def _kill_the_rest(self, slave: Slave, out: Maintenance) -> None:
         for key in list(slave.tasks):

@@ -27,6 +27,11 @@ def address_of(url: str) -> str:
     return url.split("//")[-1].rstrip("/")
 
 
+class CertificateUnusable(Exception):
+    """`--http-cert`/`--http-key` cannot be loaded (not PEM, a key of another
+    certificate, unreadable): said as such, not as the address."""
+
+
 class PortTaken(Exception):
     """The `--http` address cannot be served at the process's start (in use, or not this
     process's to bind): it stops, as a Mesos master that cannot bind its port does."""

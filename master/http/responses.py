@@ -10,7 +10,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
-from master.http.config import HttpConfig
+from master.http.config import CertificateUnusable, HttpConfig
 from master.http.connections import BoundedSite
 from master.http.metrics import exposition
 
@@ -67,7 +67,11 @@ async def serve_site(runner: web.AppRunner, config: HttpConfig, log: Any) -> str
         import ssl as ssl_module
 
         ssl = ssl_module.create_default_context(ssl_module.Purpose.CLIENT_AUTH)
-        ssl.load_cert_chain(config.cert, config.key)
+        try:
+            ssl.load_cert_chain(config.cert, config.key)
+        except (OSError, ValueError) as e:  # (ssl.SSLError is an OSError: not the port's)
+            where = f"--http-cert {config.cert} / --http-key {config.key}"
+            raise CertificateUnusable(f"{where}: {e}") from None
     site = BoundedSite(
         runner,
         config.host,

@@ -352,7 +352,8 @@ async function loadCompleted() {
 // an operator took it out: deactivated, draining (and what its drain waits for), drained
 function maintenance(s) {
   if (!s.maintenance) return "";
-  return s.drain_acks_owed ? `${s.maintenance} (${s.drain_acks_owed} frameworks' acks owed)` : s.maintenance;
+  const n = s.drain_acks_owed;
+  return n ? `${s.maintenance} (${n} ${n === 1 ? "framework's" : "frameworks'"} acks owed)` : s.maintenance;
 }
 
 async function loadSlaves() {
