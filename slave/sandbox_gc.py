@@ -421,69 +421,18 @@ class SandboxGC:
             look.used = (vfs.f_blocks - vfs.f_bfree) / vfs.f_blocks if vfs.f_blocks else 0.0
         except OSError:
             pass
-        try:
-            root = os.open(self.root, _DIR)
-        except OSError:  # (no sandbox yet)
-            return look
-        try:
-            for framework in _dirs(root):
-                if framework == TRASH:
-                    continue
-                try:
-                    fd = os.open(framework, _DIR, dir_fd=root)
-                except OSError:
-                    continue
-                try:
-                    names = _mtimes(fd)
-                except OSError:
-                    continue
-                finally:
-                    os.close(fd)
-                if not names:
-                    look.empty.append(framework)
-                look.sandboxes.update(((framework, n), t) for n, t in names.items())
-        finally:
-            os.close(root)
-        look.mounted = self._mounted(self.root)
-        self._look_runs(look)
+        for framework, mtimes in _by_framework(self.root, _mtimes):
+            if not mtimes:
+                look.empty.append(framework)
+            look.sandboxes.update(((framework, n), t) for n, t in mtimes.items())
+        for framework, names in _by_framework(self.runs, _names):  # (none: no image task yet)
+            if not names:
+                look.runs_empty.append(framework)
+            look.runs.update((framework, task_sandbox_name(n)) for n in names)
+        mounted, runs_mounted = _mounted(self.root, self.runs)
+        look.mounted = mounted
+        look.runs_mounted = {(f, task_sandbox_name(n)) for f, n in runs_mounted}
         return look
-
-    def _look_runs(self, look: Look) -> None:
-        """The run dirs in `runs/`, keyed as their tasks' sandboxes are."""
-        try:
-            runs = os.open(self.runs, _DIR)
-        except OSError:  # (no image task yet)
-            return
-        try:
-            for framework in _dirs(runs):
-                try:
-                    fd = os.open(framework, _DIR, dir_fd=runs)
-                except OSError:
-                    continue
-                try:
-                    names = _names(fd)
-                finally:
-                    os.close(fd)
-                if not names:
-                    look.runs_empty.append(framework)
-                look.runs.update((framework, task_sandbox_name(n)) for n in names)
-        finally:
-            os.close(runs)
-        look.runs_mounted = {(f, task_sandbox_name(n)) for f, n in self._mounted(self.runs)}
-
-    def _mounted(self, root: Path) -> set[tuple[str, str]]:
-        """The (framework, name)s under `root` with a mount point under them (or on
-        them), in this namespace."""
-        prefix = f"{os.path.realpath(root)}/"
-        found: set[Key] = set()
-        with contextlib.suppress(OSError), open("/proc/self/mountinfo", "rb") as f:
-            for line in f:
-                point = _unescape(line.split(b" ")[4])
-                if point.startswith(prefix):
-                    parts = point[len(prefix) :].split("/")
-                    if len(parts) >= 2:
-                        found.add((parts[0], parts[1]))
-        return found
 
     def _take(
         self,
@@ -733,6 +682,49 @@ def _mtimes(fd: int) -> dict[str, float]:
         for entry in entries:
             with contextlib.suppress(FileNotFoundError):
                 found[entry.name] = entry.stat(follow_symlinks=False).st_mtime
+    return found
+
+
+def _by_framework(root: Path, read: Callable[[int], T]) -> Iterator[tuple[str, T]]:
+    """Each framework's directory under `root` (`sandboxes/` or `runs/`; the trash aside)
+    and what `read` finds in it: none where `root` is not there yet, nor a framework's
+    that cannot be opened or read."""
+    try:
+        top = os.open(root, _DIR)
+    except OSError:
+        return
+    try:
+        for framework in _dirs(top):
+            if framework == TRASH:
+                continue
+            try:
+                fd = os.open(framework, _DIR, dir_fd=top)
+            except OSError:
+                continue
+            try:
+                found = read(fd)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+            yield framework, found
+    finally:
+        os.close(top)
+
+
+def _mounted(*roots: Path) -> list[set[Key]]:
+    """For each of `roots`, the (framework, name)s under it with a mount point under them
+    (or on them), in this namespace: the mount table read once for all."""
+    prefixes = [f"{os.path.realpath(root)}/" for root in roots]
+    found: list[set[Key]] = [set() for _ in roots]
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo", "rb") as f:
+        for line in f:
+            point = _unescape(line.split(b" ")[4])
+            for prefix, under in zip(prefixes, found, strict=True):
+                if point.startswith(prefix):
+                    parts = point[len(prefix) :].split("/")
+                    if len(parts) >= 2:
+                        under.add((parts[0], parts[1]))
     return found
 
 
