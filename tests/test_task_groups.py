@@ -194,7 +194,7 @@ async def test_an_ended_tasks_sandbox_stays_while_its_groups_executor_runs(
 ) -> None:
     """As in Mesos, where a task's sandbox lies in its executor's run: the sandbox of a
     group's task that finished stays while its sibling runs on under the group's
-    executor, even with every ended sandbox due at once (a full disk), and goes once
+    executor, even with every ended sandbox due at once (a delay of 0), and goes once
     the executor has ended with its last task."""
     rec = Recorder()
     async with framework(cluster, rec, "pods") as driver:
