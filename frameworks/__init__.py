@@ -21,6 +21,12 @@ from frameworks.errors import (
     TooManyFrameworks,
 )
 from frameworks.executor import Executor, ExecutorDriver
+from frameworks.health_spec import (
+    HealthSpec,
+    HealthSpecError,
+    parse_health_check,
+    parse_health_spec,
+)
 from frameworks.ports import NotEnoughPorts, OfferPorts, ports_of, take_ports
 from frameworks.scheduler import Driver, Scheduler, build_task, offer_resources
 from protocol.tooling.brokers import BrokerURL
@@ -71,6 +77,8 @@ __all__ = [
     "HTTPCheck",
     "HealthCheck",
     "HealthCheckType",
+    "HealthSpec",
+    "HealthSpecError",
     "ItemSet",
     "KillPolicy",
     "MasterUnreachable",
@@ -101,6 +109,8 @@ __all__ = [
     "WhyReason",
     "build_task",
     "offer_resources",
+    "parse_health_check",
+    "parse_health_spec",
     "ports_of",
     "take_ports",
 ]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from frameworks.errors import DriverError
 from protocol.wire.codec import describe_validation
 from protocol.wire.messages import CommandCheck, HealthCheck, HealthCheckType, HTTPCheck, TCPCheck
 
@@ -22,8 +23,9 @@ _GIVEN_PORT = re.compile(r"\$?PORT([0-9]{1,4})")
 _UNRESOLVED = 1  # a check's port until its task's is known (never sent)
 
 
-class HealthSpecError(ValueError):
-    """The text is not a health check; says what is wrong."""
+class HealthSpecError(DriverError, ValueError):
+    """The text is not a health check; says what is wrong (a DriverError, as every error
+    the SDK raises; a ValueError, as bad text is)."""
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,11 @@
             for offer in offers:
                 task = build_task(offer, "hello", Resources(cpus=0.5, mem=64),
                                   command="echo hello")
-                await driver.launch_tasks([offer.offer_id], [task])
+                driver.launch_tasks([offer.offer_id], [task])
 
         async def status_update(self, driver, status):
             if status.state.terminal:
-                await driver.stop()
+                driver.stop()
 
     asyncio.run(SchedulerDriver(OneTask(), name="hello", broker="mqtt://127.0.0.1:1883").run())
 
