@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files, never a window
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
 from cluster.experiments.ideal_timeline import Phase
@@ -82,11 +83,17 @@ def _per_framework(
     ax.set_title(_title(results, label) + ("  (dashed: ideal)" if results.ideal else ""))
     ax.grid(alpha=0.3)
     if len(results.frameworks()) <= 12:
-        ax.legend(loc="upper left", fontsize="small", ncol=2)
+        _legend_beside(ax)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def _legend_beside(ax: Axes) -> None:
+    """The legend right of the plot, not on it: inside, it hid the lines it names (the
+    first framework's plateau, top left, in the blog's runs)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small")
 
 
 def _measured(results: Results) -> bool:
@@ -110,7 +117,7 @@ def _cpu_use(results: Results, path: Path) -> Path:
     gap = results.cpu_use().get("largest_gap")
     ax.set_title(_title(results, f"CPU used beside allocated (largest share gap {gap:.1%})"))
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize="small", ncol=2)
+    _legend_beside(ax)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

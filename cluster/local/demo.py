@@ -60,9 +60,11 @@ BAR = 10  # characters of the share bar at 100% (one a tenth: the table fits 80 
 
 def framework_table(state: State | None, elapsed: float) -> Table:
     table = Table(title=f"drfmesos demo  t={elapsed:5.1f}s", title_justify="left")
-    for col in ("framework", "running", "finished", "cpus", "mem MB", "dominant share", ""):
-        table.add_column(col, justify="left" if col in ("framework", "") else "right")
+    for col in ("framework", "running", "finished", "cpus", "mem MB", "dominant share"):
+        table.add_column(col, justify="left" if col == "framework" else "right")
+    table.add_column("", width=BAR)  # (the share bar: fixed, or the table jumps as it grows)
     if state is None:
+        table.caption = "waiting for the master's first state ..."
         return table
     total_cpus = state.total.get("cpus", 0.0)
     for fw in sorted(state.frameworks, key=lambda f: f.name):
@@ -77,10 +79,13 @@ def framework_table(state: State | None, elapsed: float) -> Table:
             f"{share:.1%}",
             "#" * round(share * BAR),
         )
-    table.caption = (
-        f"cluster: {total_cpus:g} cpus, {state.total.get('mem', 0.0):g} MB; "
-        f"allocated (to tasks and offers) {state.allocated.get('cpus', 0.0):g} cpus, "
-        f"{state.allocated.get('mem', 0.0):g} MB; {state.slaves_registered} slaves"
+    if not state.slaves_registered:
+        table.caption = "waiting for the slaves to register ..."
+        return table
+    table.caption = (  # (under 80 columns, the table's width)
+        f"{state.slaves_registered} slaves: {total_cpus:g} cpus, "
+        f"{state.total.get('mem', 0.0):g} MB; in use or offered: "
+        f"{state.allocated.get('cpus', 0.0):g} cpus, {state.allocated.get('mem', 0.0):g} MB"
     )
     return table
 
