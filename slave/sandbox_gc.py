@@ -447,25 +447,17 @@ class SandboxGC:
         ones' mtime set. What was taken. (`seen`: when, and the disk then.)"""
         taken: list[Sandbox] = []
         try:
-            root = os.open(self.root, _DIR)
+            dirs = _Dirs(self.root, self._open_trash if due else None)
         except OSError:
             return taken
-        opened: dict[str, int] = {}  # framework directories
-
-        def sub(framework: str) -> int:
-            if framework not in opened:
-                opened[framework] = os.open(framework, _DIR, dir_fd=root)
-            return opened[framework]
-
-        trash = self._open_trash() if due else None
-        try:
+        with dirs:
             for (framework, name), at in touch.items():
                 with contextlib.suppress(OSError):
-                    os.utime(name, (at, at), dir_fd=sub(framework), follow_symlinks=False)
+                    os.utime(name, (at, at), dir_fd=dirs.of(framework), follow_symlinks=False)
             for s in due:
                 ids = {"framework_id": s.framework_id, **owner_of(s.name)}
                 try:
-                    self._take_one(sub(s.framework_id), trash, s.name)
+                    self._take_one(dirs.of(s.framework_id), dirs.trash, s.name)
                 except OSError as e:
                     self.log.warning("sandbox_gc.failed", **ids, error=e.strerror or str(e))
                     continue
@@ -477,12 +469,7 @@ class SandboxGC:
                     age_kept=round(self.kept, 1),
                     disk_used=round(seen[1], 3),
                 )
-            for framework in [*empty, *may_empty]:
-                with contextlib.suppress(OSError):  # (not empty: ENOTEMPTY)
-                    os.rmdir(framework, dir_fd=root)
-        finally:
-            for fd in [*opened.values(), *([] if trash is None else [trash]), root]:
-                os.close(fd)
+            dirs.remove_empty([*empty, *may_empty])
         return taken
 
     def _take_runs(self, due: list[Key], empty: list[str]) -> None:
@@ -492,18 +479,14 @@ class SandboxGC:
         if not due and not empty:
             return
         try:
-            runs = os.open(self.runs, _DIR)
+            dirs = _Dirs(self.runs, self._open_trash if due else None)
         except OSError:
             return
-        opened: dict[str, int] = {}
-        trash = self._open_trash() if due else None
-        try:
+        with dirs:
             for framework, name in due:
                 task_id = owner_of(name)["task_id"]
                 try:
-                    if framework not in opened:
-                        opened[framework] = os.open(framework, _DIR, dir_fd=runs)
-                    self._take_one(opened[framework], trash, task_id)
+                    self._take_one(dirs.of(framework), dirs.trash, task_id)
                 except OSError as e:
                     self.log.warning(
                         "sandbox_gc.run_dir_failed",
@@ -511,12 +494,7 @@ class SandboxGC:
                         task_id=task_id,
                         error=e.strerror or str(e),
                     )
-            for framework in empty:
-                with contextlib.suppress(OSError):  # (not empty: ENOTEMPTY)
-                    os.rmdir(framework, dir_fd=runs)
-        finally:
-            for fd in [*opened.values(), *([] if trash is None else [trash]), runs]:
-                os.close(fd)
+            dirs.remove_empty(empty)
 
     def _take_one(self, parent: int, trash: int | None, name: str) -> None:
         try:
@@ -568,6 +546,37 @@ class SandboxGC:
             return removal.moved_up  # (deep directories moved up: their turn now)
         finally:
             os.close(trash)
+
+
+class _Dirs:
+    """A root (`sandboxes/` or `runs/`) opened for one hop's renames: each framework's
+    directory under it opened once, from the root's descriptor, and the trash if asked
+    for (`open_trash`); all closed on leaving. OSError if the root cannot be opened."""
+
+    def __init__(self, root: Path, open_trash: Callable[[], int | None] | None) -> None:
+        self.root = os.open(root, _DIR)
+        self._opened: dict[str, int] = {}
+        self.trash = open_trash() if open_trash is not None else None
+
+    def of(self, framework: str) -> int:
+        """The framework's directory (OSError if it cannot be opened)."""
+        if framework not in self._opened:
+            self._opened[framework] = os.open(framework, _DIR, dir_fd=self.root)
+        return self._opened[framework]
+
+    def remove_empty(self, frameworks: Iterable[str]) -> None:
+        """Each framework's directory removed if empty (not empty: ENOTEMPTY, left)."""
+        for framework in frameworks:
+            with contextlib.suppress(OSError):
+                os.rmdir(framework, dir_fd=self.root)
+
+    def __enter__(self) -> _Dirs:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for fd in [*self._opened.values(), *([] if self.trash is None else [self.trash])]:
+            os.close(fd)
+        os.close(self.root)
 
 
 class _Removal:
