@@ -27,6 +27,9 @@ two looks a squatter may answer for a few seconds; UDP is not looked at, nor a s
 process holds at the look (in flight over a unix socket), nor, before Linux 6.10, one
 bound and neither listening nor connected (`bound_sockets`). A custom executor's processes
 are held to its live tasks' ports (its listeners elsewhere killed, it left running).
+A look reads each distinct descriptor table of a process once (`fd_tables`), and at most
+MOST_DESCRIPTORS of one task's (one stray user's) processes: the processes past them are
+killed unread, and their task failed, so no tenant makes a look long for everyone.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from protocol.wire.messages import Reason, TaskState
 from protocol.wire.resources import PORTS
 from slave.bound_sockets import bound_inactive
 from slave.config import TaskRecord
+from slave.fd_tables import distinct_tables
 from slave.runners import Limit, Runner
 
 LISTEN = "0A"  # a TCP socket's state in /proc/net/tcp: listening
@@ -53,6 +57,10 @@ TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 EPHEMERAL = "/proc/sys/net/ipv4/ip_local_port_range"
 MOST_OTHER_PORTS = 1_024  # a task's ports outside the slave's range and its own, at most
 MOST_PRINCIPAL_OTHER_PORTS = 4 * MOST_OTHER_PORTS  # a principal's tasks' together
+# descriptors a look reads of one task's processes (of one user's strays), in all: past
+# it the rest are not read and their processes are killed (a task's failed), so no
+# tenant's processes make a look long for everyone (about 0.2 s of the slave's CPU)
+MOST_DESCRIPTORS = 100_000
 
 
 def listening_sockets(tables: Iterable[str] = TABLES) -> dict[int, int]:
@@ -133,24 +141,33 @@ def real_uid(pid: int | str) -> int | None:
     return None
 
 
-def _sockets(pid: str) -> set[int]:
-    """The socket inodes a process holds open: in every thread's table where it has
-    several (a thread may have a table of its own, `unshare(CLONE_FILES)`, and one whose
-    main thread has exited reads empty)."""
-    tables = [f"/proc/{pid}/fd"]
-    with contextlib.suppress(OSError):
+def _sockets(pid: str, allowance: int) -> tuple[set[int], int]:
+    """The socket inodes a process holds open, and what reading them cost (tables
+    listed, descriptors read, threads compared): in each table its threads have where
+    they have several (a thread may have one of its own, `unshare(CLONE_FILES)`, and one
+    whose main thread has exited reads empty; `fd_tables`). It stops once the cost passes
+    `allowance`: then not all of them were read."""
+    tables, cost = [f"/proc/{pid}/fd"], 1
+    with contextlib.suppress(OSError, ValueError):
         threads = os.listdir(f"/proc/{pid}/task")
         if len(threads) > 1:
-            tables = [f"/proc/{pid}/task/{tid}/fd" for tid in threads]
+            first, cost = distinct_tables([int(t) for t in threads], allowance)
+            tables = [f"/proc/{pid}/task/{tid}/fd" for tid in first]
     inodes = set()
     for fds in tables:
+        if cost > allowance:
+            break
         with contextlib.suppress(OSError):
-            for fd in os.listdir(fds):
+            names = os.listdir(fds)
+            cost += 1 + len(names)
+            if cost > allowance:
+                break
+            for fd in names:
                 with contextlib.suppress(OSError):
                     target = os.readlink(f"{fds}/{fd}")
                     if target.startswith("socket:["):
                         inodes.add(int(target[8:-1]))
-    return inodes
+    return inodes, cost
 
 
 Ports = dict[int, dict[int, set[int]]]  # a task's group (or a user) -> port -> pids
@@ -165,6 +182,10 @@ class Looked:
     ports: Ports = field(default_factory=dict)
     strays: Ports = field(default_factory=dict)
     pidfds: dict[int, int] = field(default_factory=dict)
+    # the processes past their task's (or user's) MOST_DESCRIPTORS, not read: by group
+    # (a task's or an executor's), and by a stray's user
+    unread: dict[int, set[int]] = field(default_factory=dict)
+    unread_strays: dict[int, set[int]] = field(default_factory=dict)
 
     def hold(self, pid: int) -> None:
         with contextlib.suppress(OSError):  # (gone already: nothing to kill)
@@ -207,14 +228,22 @@ def listened_ports(
             owners[pid] = owner
     ports, strays = looked.ports, looked.strays
     uids: dict[str, int | None] = {}  # (read once a pass, as asked)
+    spent: dict[tuple[bool, int], int] = {}  # each task's reads, and each stray user's
     for pid in processes:
         if (owner := _owner(pid, processes, owners)) is not None:
-            found = ports.setdefault(owner, {})
+            key, found, unread = (False, owner), ports.setdefault(owner, {}), looked.unread
         elif tenant is not None and (user := _orphan_of(pid, processes, tenant, uids)):
-            found = strays.setdefault(user, {})
+            key, found = (True, user), strays.setdefault(user, {})
+            unread = looked.unread_strays
         else:
             continue
-        held = {listening[i] for i in _sockets(pid) if i in listening}
+        left = MOST_DESCRIPTORS - spent.get(key, 0)
+        sockets, cost = _sockets(pid, left) if left > 0 else (set(), 1)
+        spent[key] = spent.get(key, 0) + cost
+        if cost > left:  # (not all of its sockets read: judged as unread)
+            unread.setdefault(key[1], set()).add(int(pid))
+            looked.hold(int(pid))
+        held = {listening[i] for i in sockets if i in listening}
         for port in held:
             found.setdefault(port, set()).add(int(pid))
         if held:
@@ -328,7 +357,12 @@ def kill_listeners(
 ) -> None:
     """SIGKILL the processes holding the ports `bad` (port -> pids: `ports`), through
     the pidfds the look opened (`Looked`): never a pid that may be another's by now."""
-    for pid in set().union(*(ports[port] for port in bad)):
+    kill_pids(set().union(*(ports[port] for port in bad)), pidfds)
+
+
+def kill_pids(pids: Iterable[int], pidfds: Mapping[int, int]) -> None:
+    """SIGKILL each of `pids` through the pidfd the look opened (`Looked`)."""
+    for pid in pids:
         if (fd := pidfds.get(pid)) is not None:
             with contextlib.suppress(OSError):  # (it ended meanwhile)
                 signal.pidfd_send_signal(fd, signal.SIGKILL)
@@ -383,6 +417,9 @@ async def enforce_ports(
         try:
             if looked.strays and strays is not None:
                 await strays.stop(looked, runners, held, log)
+            for uid, pids in looked.unread_strays.items():
+                log.warning("task.port_limit_stray", uid=uid, unread=len(pids))
+                kill_pids(pids, looked.pidfds)
             await _hold_to_given(looked, runners, strays, held, log)
         finally:
             looked.close()
@@ -399,7 +436,27 @@ async def _hold_to_given(
     many outside it (`hoarders`): its holders killed, and the task failed (an executor
     runs on)."""
     over = hoarders(looked.ports, runners, held)
+    for group, pids in looked.unread.items():  # (past its reads: killed, not judged in part)
+        kill_pids(pids, looked.pidfds)
+        if group not in runners:  # an executor's: its processes past it killed
+            log.warning("executor.port_limit", group=group, unread=len(pids))
+            continue
+        record, runner = runners[group]
+        log.warning(
+            "task.port_limit",
+            framework_id=record.framework_id,
+            task_id=record.info.task_id,
+            unread=len(pids),
+        )
+        message = (
+            f"its processes held over {MOST_DESCRIPTORS:,} open descriptors in all (a "
+            "table threads share counted once): more than the slave reads at a look to "
+            "hold a task to its ports"
+        )
+        await runner.kill(0.0, Limit(TaskState.FAILED, Reason.CONTAINER_LIMITATION, message))
     for group, ports in looked.ports.items():
+        if group in looked.unread and group in runners:
+            continue  # (failed above)
         if group not in runners:  # an executor's: held to its tasks' ports
             given = strays.given_to_executor(group) if strays is not None else Ranges()
             if bad := squatted(set(ports), given, held):
