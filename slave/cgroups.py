@@ -177,6 +177,10 @@ class CgroupsV1:
         )
         # swap accounting is on (each memory cgroup has a memory+swap limit too)
         self.memsw = (root / "memory" / "memory.memsw.limit_in_bytes").exists()
+        # TCP buffers are charged to a v1 memory cgroup only once its TCP limit is set (v2
+        # charges them to its memory): unset, a 64 MB task queued 2.2 GB in its sockets'
+        # buffers, the host's to give (its tcp_mem), beyond every tenant's limit
+        self.tcp = (root / "memory" / "memory.kmem.tcp.limit_in_bytes").exists()
         # each mount held open: the paths of a task's cgroups are walked from there (fs.At)
         self._fds = {
             m: os.open(m, os.O_PATH | os.O_DIRECTORY)
@@ -254,6 +258,11 @@ class CgroupsV1:
             files.insert(0 if growing else 1, "memory.memsw.limit_in_bytes")
         for file in files:
             fs.write(mem / file, limit)
+        if self.tcp:  # (as much again, at most; a kernel that refuses it: no more tried)
+            try:
+                fs.write(mem / "memory.kmem.tcp.limit_in_bytes", limit)
+            except OSError:
+                self.tcp = False
 
     def recycle(self, finished: dict[str, tuple[str, Limits]]) -> set[str]:
         if not finished:
@@ -287,6 +296,8 @@ class CgroupsV1:
             charged = "memory.memsw.usage_in_bytes" if self.memsw else "memory.usage_in_bytes"
             if fs.read_int(mem / charged, -1) != 0:
                 return False
+            if self.tcp and fs.read_int(mem / "memory.kmem.tcp.usage_in_bytes", -1) != 0:
+                return False  # (a socket of its last task's lives on: not new)
             if fs.keyed(mem / "memory.oom_control").get("oom_kill", -1) != 0:
                 return False
         for mount in self.hierarchies:
@@ -305,6 +316,8 @@ class CgroupsV1:
             fs.write(mem / "memory.max_usage_in_bytes", 0)
             if self.memsw:
                 fs.write(mem / "memory.memsw.max_usage_in_bytes", 0)
+            if self.tcp:
+                fs.write(mem / "memory.kmem.tcp.max_usage_in_bytes", 0)
         if (acct := self._at("cpuacct", name)) is not None:
             fs.write(acct / "cpuacct.usage", 0)  # (its user and system times with it)
 
