@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
 REFUSED_A_SECOND = 10.0  # an executor's messages refused, a second, past ...
 MOST_REFUSED = 1_000  # ... a burst of these: more, and it is stopped
+BAD_BYTES = 64 * 1024  # a frame that is no message counts a refusal for each of these
 MOST_EXECUTORS_SAMPLED = 4_096  # (executors whose refusal lines are counted, at most)
 
 
@@ -366,12 +367,20 @@ class ExecutorSide:
 
     async def _bad_from_executor(self, executor: ExecutorProcess, error: DecodeError) -> None:
         await self._paced(executor)
+        # (a refusal for each BAD_BYTES of it: reading and decoding it was the slave's
+        # CPU, a core's for 4 MiB frames of garbage, a thousand of them before a stop)
+        cost = 1.0 + error.size / BAD_BYTES
         self._tell_executor(
-            executor, f"{error.reason}: {error.detail}", error.reason, error.type_name
+            executor, f"{error.reason}: {error.detail}", error.reason, error.type_name, cost
         )
 
     def _tell_executor(
-        self, executor: ExecutorProcess, message: str, code: str, about: str | None
+        self,
+        executor: ExecutorProcess,
+        message: str,
+        code: str,
+        about: str | None,
+        cost: float = 1.0,
     ) -> None:
         """Refuse what an executor said: a line in the slave's log and an Error back on
         its line, each sampled as the master samples its refusals of a principal's calls
@@ -380,7 +389,7 @@ class ExecutorSide:
         past a burst of MOST_REFUSED is stopped: the slave's log, and its time, are
         every tenant's."""
         key, now = repr(executor.key), time.monotonic()
-        if code != "rate-limited" and not self._misbehaving.admit(key, now):
+        if code != "rate-limited" and not self._misbehaving.admit(key, now, cost):
             why = f"over {MOST_REFUSED} messages refused (the last: {logs.clip(message)})"
             if executor.stop(why):
                 ids = {"framework_id": executor.framework_id, "executor_id": executor.executor_id}

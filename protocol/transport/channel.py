@@ -67,6 +67,7 @@ class Channel:
         try:
             return decode(data)
         except DecodeError as e:
+            e.size = length
             return e
 
     async def drain(self) -> None:

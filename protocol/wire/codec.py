@@ -71,6 +71,7 @@ class DecodeError(Exception):
         self.detail = detail
         self.reply_to = reply_to
         self.type_name = type_name
+        self.size = 0  # the bytes that were not a message, where the reader counted them
 
 
 @dataclass(frozen=True, slots=True)
