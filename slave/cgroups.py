@@ -8,6 +8,7 @@ the tests can point it at a fake tree. A cgroup is named by its path under the r
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,8 +179,8 @@ class CgroupsV1:
         # swap accounting is on (each memory cgroup has a memory+swap limit too)
         self.memsw = (root / "memory" / "memory.memsw.limit_in_bytes").exists()
         # TCP buffers are charged to a v1 memory cgroup only once its TCP limit is set (v2
-        # charges them to its memory): unset, a 64 MB task queued 2.2 GB in its sockets'
-        # buffers, the host's to give (its tcp_mem), beyond every tenant's limit
+        # charges them to its memory): unset, a 64 MB task queued 1.26 GB in its sockets'
+        # buffers (300 loopback connections), the host's to give, past every tenant's limit
         self.tcp = (root / "memory" / "memory.kmem.tcp.limit_in_bytes").exists()
         # each mount held open: the paths of a task's cgroups are walked from there (fs.At)
         self._fds = {
@@ -247,7 +248,10 @@ class CgroupsV1:
                 fs.write(pids / "pids.max", "max")
 
     def _memory(self, mem: fs.At, limit: int, was: int) -> None:
-        """Set its memory limit (-1: none) from `was` (-1: none, a new cgroup's)."""
+        """Set its memory limit (-1: none) from `was` (-1: none, a new cgroup's), and on v1
+        its TCP buffers' to the same."""
+        if self.tcp:  # (even where memory's stands: a shrink refused before left it higher)
+            self._tcp(mem, limit)
         if limit == was:
             return
         files = ["memory.limit_in_bytes"]
@@ -258,10 +262,16 @@ class CgroupsV1:
             files.insert(0 if growing else 1, "memory.memsw.limit_in_bytes")
         for file in files:
             fs.write(mem / file, limit)
-        if self.tcp:  # (as much again, at most; a kernel that refuses it: no more tried)
-            try:
-                fs.write(mem / "memory.kmem.tcp.limit_in_bytes", limit)
-            except OSError:
+
+    def _tcp(self, mem: fs.At, limit: int) -> None:
+        """Its TCP buffers held to `limit` (as much again as its memory, at most). Below
+        what its buffers hold now the kernel refuses it (EBUSY: TCP is no part of the
+        memory usage a shrink's floor reads): it stays as it was until the next change.
+        A kernel that does not take it at all is asked no more."""
+        try:
+            fs.write(mem / "memory.kmem.tcp.limit_in_bytes", limit)
+        except OSError as e:
+            if e.errno != errno.EBUSY:
                 self.tcp = False
 
     def recycle(self, finished: dict[str, tuple[str, Limits]]) -> set[str]:
@@ -297,7 +307,7 @@ class CgroupsV1:
             if fs.read_int(mem / charged, -1) != 0:
                 return False
             if self.tcp and fs.read_int(mem / "memory.kmem.tcp.usage_in_bytes", -1) != 0:
-                return False  # (a socket of its last task's lives on: not new)
+                return False  # (a socket of its last task's holds buffers: made anew)
             if fs.keyed(mem / "memory.oom_control").get("oom_kill", -1) != 0:
                 return False
         for mount in self.hierarchies:

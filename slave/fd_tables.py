@@ -4,7 +4,9 @@ Threads share their process's table unless one was made without it (`clone` with
 CLONE_FILES, or `unshare(CLONE_FILES)`): reading every thread's table read the same one
 once a thread, and a tenant's process of 2,000 threads and 20,000 descriptors cost a
 look 40 million reads (84 s of the slave's CPU). The kernel says whether two threads
-share one (`kcmp(2)`, KCMP_FILES), so each table is read once.
+share one (`kcmp(2)`, KCMP_FILES), so each table is read once. Where it cannot say
+(another architecture, a kernel without it, a seccomp profile that denies it), every
+thread is its own table, and read as before.
 """
 
 from __future__ import annotations
@@ -14,9 +16,14 @@ import errno
 import platform
 
 KCMP_FILES = 2
-# kcmp's number where the slave runs (elsewhere, or a kernel without it: every thread's
-# table is read, as before)
-_KCMP = {"x86_64": 312, "aarch64": 272}.get(platform.machine())
+# kcmp's number on the 64-bit architectures (a 32-bit Python's would be another's call)
+_KCMP = (
+    {"x86_64": 312, "aarch64": 272, "riscv64": 272, "ppc64le": 354, "ppc64": 354, "s390x": 343}.get(
+        platform.machine()
+    )
+    if ctypes.sizeof(ctypes.c_void_p) == 8
+    else None
+)
 _libc = ctypes.CDLL(None, use_errno=True) if _KCMP is not None else None
 
 
@@ -34,22 +41,33 @@ def share_files(a: int, b: int) -> bool | None:
     return False if ctypes.get_errno() == errno.ESRCH else None
 
 
-def distinct_tables(threads: list[int], allowance: int) -> tuple[list[int], int]:
-    """One thread of each table `threads` have (most share one), and the comparisons it
-    took; it stops once they pass `allowance`. Where the kernel cannot compare, every
-    thread (each table read as it is)."""
-    first: list[int] = []  # a thread of each table met so far
+def comparable() -> bool:
+    """Whether this kernel, here, says which threads share a table (asked of this
+    process's own thread: what the slave may do to its tasks' it may do to its own)."""
+    import threading  # (a thread id: this one's)
+
+    tid = threading.get_native_id()
+    return share_files(tid, tid) is True
+
+
+def distinct_tables(threads: list[int], allowance: int) -> tuple[list[list[int]], int, bool]:
+    """The threads of each table `threads` have (most share one), in the order met, the
+    comparisons that took, and whether the kernel told them apart; it stops once the
+    comparisons pass `allowance`. Where the kernel cannot compare, each thread alone
+    (each table read as it is)."""
+    tables: list[list[int]] = []
     cost = 0
     for tid in threads:
-        for other in first:
+        for table in tables:
             cost += 1
-            same = share_files(other, tid)
+            same = share_files(table[0], tid)
             if same is None:
-                return threads, cost
+                return [[t] for t in threads], cost, False
             if same:
+                table.append(tid)
                 break
         else:
-            first.append(tid)
+            tables.append([tid])
         if cost > allowance:
             break
-    return first, cost
+    return tables, cost, True

@@ -52,8 +52,9 @@ class Strays:
     def tenant(self, uid: int) -> bool:
         return uid not in self._own and self.users.is_tenant(uid)
 
-    def executor_groups(self) -> set[int]:
-        return {pid for e in self.executors.values() if (pid := e.pid)}
+    def executor_groups(self) -> dict[int, str]:
+        """Each live executor's process group, and its principal."""
+        return {pid: e.principal for e in self.executors.values() if (pid := e.pid)}
 
     def given_to_executor(self, group: int) -> Ranges:
         """The ports an executor (its process group) may listen on: its live tasks'

@@ -28,8 +28,9 @@ process holds at the look (in flight over a unix socket), nor, before Linux 6.10
 bound and neither listening nor connected (`bound_sockets`). A custom executor's processes
 are held to its live tasks' ports (its listeners elsewhere killed, it left running).
 A look reads each distinct descriptor table of a process once (`fd_tables`), and at most
-MOST_DESCRIPTORS of one task's (one stray user's) processes: the processes past them are
-killed unread, and their task failed, so no tenant makes a look long for everyone.
+MOST_DESCRIPTORS of one principal's tasks and executors (one stray user's processes): the
+processes past them are killed unread, and their task failed, so no tenant makes a look
+long for everyone (a tenant with many tasks included).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from protocol.wire.messages import Reason, TaskState
 from protocol.wire.resources import PORTS
 from slave.bound_sockets import bound_inactive
 from slave.config import TaskRecord
-from slave.fd_tables import distinct_tables
+from slave.fd_tables import comparable, distinct_tables
 from slave.runners import Limit, Runner
 
 LISTEN = "0A"  # a TCP socket's state in /proc/net/tcp: listening
@@ -57,10 +58,12 @@ TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 EPHEMERAL = "/proc/sys/net/ipv4/ip_local_port_range"
 MOST_OTHER_PORTS = 1_024  # a task's ports outside the slave's range and its own, at most
 MOST_PRINCIPAL_OTHER_PORTS = 4 * MOST_OTHER_PORTS  # a principal's tasks' together
-# descriptors a look reads of one task's processes (of one user's strays), in all: past
-# it the rest are not read and their processes are killed (a task's failed), so no
-# tenant's processes make a look long for everyone (about 0.2 s of the slave's CPU)
-MOST_DESCRIPTORS = 100_000
+# descriptors a look reads of one principal's tasks and executors (of one user's strays),
+# in all: past it the rest are not read and their processes are killed (their task
+# failed), so no tenant's processes make a look long for everyone (about 1 s of the
+# slave's CPU at most, a tenant)
+MOST_DESCRIPTORS = 400_000
+MOST_HELD_UNREAD = 256  # processes past it held to be killed, a task a look (pidfds)
 
 
 def listening_sockets(tables: Iterable[str] = TABLES) -> dict[int, int]:
@@ -104,17 +107,21 @@ def _stat(path: str) -> list[str]:
     return stat[stat.rfind(")") + 2 :].split()
 
 
-def _process(pid: str) -> tuple[int, str, str] | None:
-    """A live process's group, PID namespace and parent, or None (gone, or a zombie: one
-    whose main thread alone has exited lives on in its other threads)."""
+Process = tuple[int, str, str, int]  # a live process's group, PID namespace, parent, start
+
+
+def _process(pid: str) -> Process | None:
+    """A live process's group, PID namespace, parent and start (clock ticks since boot),
+    or None (gone, or a zombie: one whose main thread alone has exited lives on in its
+    other threads)."""
     fields = _stat(f"/proc/{pid}/stat")
     try:
         namespace = os.readlink(f"/proc/{pid}/ns/pid")
     except OSError:
         return None
-    if len(fields) < 3 or (fields[0] == "Z" and not _lives_on(pid)):
+    if len(fields) < 20 or (fields[0] == "Z" and not _lives_on(pid)):
         return None
-    return int(fields[2]), namespace, fields[1]
+    return int(fields[2]), namespace, fields[1], int(fields[19])
 
 
 def _lives_on(pid: str) -> bool:
@@ -142,32 +149,48 @@ def real_uid(pid: int | str) -> int | None:
 
 
 def _sockets(pid: str, allowance: int) -> tuple[set[int], int]:
-    """The socket inodes a process holds open, and what reading them cost (tables
-    listed, descriptors read, threads compared): in each table its threads have where
-    they have several (a thread may have one of its own, `unshare(CLONE_FILES)`, and one
-    whose main thread has exited reads empty; `fd_tables`). It stops once the cost passes
-    `allowance`: then not all of them were read."""
-    tables, cost = [f"/proc/{pid}/fd"], 1
+    """The socket inodes a process holds open, and what reading them cost (descriptors
+    read, tables opened, threads compared): in each table its threads have where they
+    have several (a thread may have one of its own, `unshare(CLONE_FILES)`; `fd_tables`).
+    A table is read through one of its threads, the next one's where that one has exited
+    by the end of the read (a leader that exited reads empty). It stops once the cost
+    passes `allowance`: then not all were read. Where the kernel cannot tell the tables
+    apart, each thread's is read and the first alone charged (a thread's read is the
+    process's: a JVM's 200 threads are no 200 tables)."""
+    tables, cost, told = [[pid]], 0, True
     with contextlib.suppress(OSError, ValueError):
         threads = os.listdir(f"/proc/{pid}/task")
         if len(threads) > 1:
-            first, cost = distinct_tables([int(t) for t in threads], allowance)
-            tables = [f"/proc/{pid}/task/{tid}/fd" for tid in first]
-    inodes = set()
-    for fds in tables:
-        if cost > allowance:
-            break
-        with contextlib.suppress(OSError):
-            names = os.listdir(fds)
-            cost += 1 + len(names)
+            tables_of, cost, told = distinct_tables([int(t) for t in threads], allowance)
+            tables = [[f"{pid}/task/{tid}" for tid in table] for table in tables_of]
+    inodes: set[int] = set()
+    for i, table in enumerate(tables):
+        for where in table:  # (its threads: the next read where one has exited)
+            read = _read_table(f"/proc/{where}", inodes, allowance - cost)
+            if told or i == 0:
+                cost += read
             if cost > allowance:
-                break
-            for fd in names:
-                with contextlib.suppress(OSError):
-                    target = os.readlink(f"{fds}/{fd}")
-                    if target.startswith("socket:["):
-                        inodes.add(int(target[8:-1]))
+                return inodes, cost
+            if _stat(f"/proc/{where}/stat")[:1] not in ([], ["Z"]):
+                break  # (read whole by a thread alive at its end)
     return inodes, cost
+
+
+def _read_table(where: str, inodes: set[int], allowance: int) -> int:
+    """The sockets of one thread's (or process's) table into `inodes`; what that cost,
+    one past `allowance` where it stopped there (entries read as they are listed: a
+    table of a million is not listed whole first)."""
+    cost = 1
+    with contextlib.suppress(OSError), os.scandir(f"{where}/fd") as entries:
+        for entry in entries:
+            cost += 1
+            if cost > allowance:
+                return cost
+            with contextlib.suppress(OSError):
+                target = os.readlink(entry.path)
+                if target.startswith("socket:["):
+                    inodes.add(int(target[8:-1]))
+    return cost
 
 
 Ports = dict[int, dict[int, set[int]]]  # a task's group (or a user) -> port -> pids
@@ -187,9 +210,17 @@ class Looked:
     unread: dict[int, set[int]] = field(default_factory=dict)
     unread_strays: dict[int, set[int]] = field(default_factory=dict)
 
-    def hold(self, pid: int) -> None:
+    def hold(self, pid: int, start: int) -> None:
+        """A pidfd of the process `pid` that started at `start` (none if it is gone, or
+        its pid is another's by now: the look read it a while ago)."""
+        if pid in self.pidfds:
+            return
         with contextlib.suppress(OSError):  # (gone already: nothing to kill)
-            self.pidfds.setdefault(pid, os.pidfd_open(pid))
+            fd = os.pidfd_open(pid)
+            if started(pid) == start:  # (read once the pidfd holds the process)
+                self.pidfds[pid] = fd
+            else:
+                os.close(fd)
 
     def close(self) -> None:
         for fd in self.pidfds.values():
@@ -201,13 +232,18 @@ def listened_ports(
     groups: set[int],
     outside: Mapping[int, Path] | None = None,
     tenant: Callable[[int], bool] | None = None,
+    principal_of: Mapping[int, str] | None = None,
 ) -> Looked:
     """The TCP ports the processes of each task (its process group, its own PID
     namespace's processes, and their children) listen on, and the processes that hold
     each: group -> port -> pids. `outside`: a task's file holding the pid of its
     container, whose PID namespace is the task's too (an image's). Second, those of
     strays: processes of no group that run as a user `tenant` says is a principal's
-    (slave.port_strays), by user -> port -> pids. (Blocking: in a thread.)"""
+    (slave.port_strays), by user -> port -> pids. The descriptors read are bounded by
+    principal (`principal_of` a group's; a group of none, by itself) and by stray user:
+    the processes past MOST_DESCRIPTORS are not read (`Looked.unread`). (Blocking: in a
+    thread.)"""
+    principal_of = principal_of or {}
     listening = listening_sockets()
     looked = Looked()
     if not listening or not (groups or tenant):
@@ -218,42 +254,49 @@ def listened_ports(
         if entry.name.isdigit() and (seen := _process(entry.name)) is not None:
             processes[entry.name] = seen
     # a task's PID namespace: the one its group's processes are in, if not the slave's
-    namespaces = {ns: g for g, ns, _ in processes.values() if g in groups and ns != own}
+    namespaces = {ns: g for g, ns, _, _ in processes.values() if g in groups and ns != own}
     for group, pid_file in (outside or {}).items():
         if (ns := _namespace_in(pid_file)) is not None and ns != own:
             namespaces[ns] = group
     owners: dict[str, int | None] = {}
-    for pid, (group, namespace, _) in processes.items():
+    for pid, (group, namespace, _, _) in processes.items():
         if (owner := group if group in groups else namespaces.get(namespace)) is not None:
             owners[pid] = owner
     ports, strays = looked.ports, looked.strays
     uids: dict[str, int | None] = {}  # (read once a pass, as asked)
-    spent: dict[tuple[bool, int], int] = {}  # each task's reads, and each stray user's
+    spent: dict[str, int] = {}  # descriptors read: each principal's, each stray user's
     for pid in processes:
+        start = processes[pid][3]
         if (owner := _owner(pid, processes, owners)) is not None:
-            key, found, unread = (False, owner), ports.setdefault(owner, {}), looked.unread
+            found, unread = ports.setdefault(owner, {}), looked.unread.setdefault(owner, set())
+            budget = f"principal {principal_of[owner]}" if owner in principal_of else f"{owner}"
         elif tenant is not None and (user := _orphan_of(pid, processes, tenant, uids)):
-            key, found = (True, user), strays.setdefault(user, {})
-            unread = looked.unread_strays
+            found = strays.setdefault(user, {})
+            unread = looked.unread_strays.setdefault(user, set())
+            budget = f"user {user}"
         else:
             continue
-        left = MOST_DESCRIPTORS - spent.get(key, 0)
+        left = MOST_DESCRIPTORS - spent.get(budget, 0)
         sockets, cost = _sockets(pid, left) if left > 0 else (set(), 1)
-        spent[key] = spent.get(key, 0) + cost
-        if cost > left:  # (not all of its sockets read: judged as unread)
-            unread.setdefault(key[1], set()).add(int(pid))
-            looked.hold(int(pid))
+        spent[budget] = spent.get(budget, 0) + cost
+        if cost > left:  # (not all of its sockets read: killed, not judged in part)
+            unread.add(int(pid))
+            if len(unread) <= MOST_HELD_UNREAD:  # (the rest: with its task, or next look)
+                looked.hold(int(pid), start)
         held = {listening[i] for i in sockets if i in listening}
         for port in held:
             found.setdefault(port, set()).add(int(pid))
         if held:
-            looked.hold(int(pid))
+            looked.hold(int(pid), start)
+    for by in (looked.unread, looked.unread_strays):  # (only those with some: asked after)
+        for key in [k for k, pids in by.items() if not pids]:
+            del by[key]
     return looked
 
 
 def _orphan_of(
     pid: str,
-    processes: Mapping[str, tuple[int, str, str]],
+    processes: Mapping[str, Process],
     tenant: Callable[[int], bool],
     uids: dict[str, int | None],
 ) -> int | None:
@@ -279,9 +322,7 @@ def _uid(pid: str, uids: dict[str, int | None]) -> int | None:
     return uids[pid]
 
 
-def _owner(
-    pid: str, processes: Mapping[str, tuple[int, str, str]], owners: dict[str, int | None]
-) -> int | None:
+def _owner(pid: str, processes: Mapping[str, Process], owners: dict[str, int | None]) -> int | None:
     """The task (its group) a process is of: its own group's or namespace's, else its
     parent's. A process a task started in a group and PID namespace of its own (`unshare
     -Urpf setsid`) is still its child: its namespace's first process is the task's, and
@@ -373,7 +414,7 @@ class StrayWatch(Protocol):
 
     def tenant(self, uid: int) -> bool: ...
 
-    def executor_groups(self) -> set[int]: ...
+    def executor_groups(self) -> dict[int, str]: ...
 
     def given_to_executor(self, group: int) -> Ranges: ...
 
@@ -398,6 +439,13 @@ async def enforce_ports(
     that listen there; and, given `strays` (where each principal's tasks run as a user
     of its own), the processes of no task or executor that do (slave.port_strays)."""
     held = ports_of(slave)
+    if not comparable():
+        log.warning(
+            "ports.tables_not_compared",
+            detail="the kernel does not say which threads share a descriptor table (kcmp: "
+            "another architecture, a kernel without it, or a seccomp profile denying it): "
+            "each thread's is read, and a task of many threads makes each look slow",
+        )
     while True:
         await asyncio.sleep(interval)
         runners: dict[int, tuple[TaskRecord, Runner]] = {
@@ -410,10 +458,12 @@ async def enforce_ports(
             # a slave that offers no ports still holds its tasks to MOST_OTHER_PORTS)
         outside = {g: path for g, (_, r) in runners.items() if (path := r.outside_group)}
         # (an executor's processes are its own, never strays: held to its tasks' ports)
-        executors = strays.executor_groups() if strays is not None else set()
+        executors = strays.executor_groups() if strays is not None else {}
         tenant = strays.tenant if strays is not None else None
-        groups = set(runners) | executors
-        looked = await asyncio.to_thread(listened_ports, groups, outside, tenant)
+        principal_of = {**executors, **{g: r.principal for g, (r, _) in runners.items()}}
+        looked = await asyncio.to_thread(
+            listened_ports, set(principal_of), outside, tenant, principal_of
+        )
         try:
             if looked.strays and strays is not None:
                 await strays.stop(looked, runners, held, log)
@@ -437,7 +487,9 @@ async def _hold_to_given(
     runs on)."""
     over = hoarders(looked.ports, runners, held)
     for group, pids in looked.unread.items():  # (past its reads: killed, not judged in part)
-        kill_pids(pids, looked.pidfds)
+        # its listeners read before too: one that left the task's group (and, with no PID
+        # namespace of the task's, its kill) is its child all the same
+        kill_pids(pids.union(*looked.ports.get(group, {}).values()), looked.pidfds)
         if group not in runners:  # an executor's: its processes past it killed
             log.warning("executor.port_limit", group=group, unread=len(pids))
             continue
@@ -449,9 +501,10 @@ async def _hold_to_given(
             unread=len(pids),
         )
         message = (
-            f"its processes held over {MOST_DESCRIPTORS:,} open descriptors in all (a "
-            "table threads share counted once): more than the slave reads at a look to "
-            "hold a task to its ports"
+            f"its processes, with its principal's others here, held over "
+            f"{MOST_DESCRIPTORS:,} open descriptors in all (a table threads share "
+            "counted once): more than the slave reads of a tenant at a look to hold its "
+            "tasks to their ports"
         )
         await runner.kill(0.0, Limit(TaskState.FAILED, Reason.CONTAINER_LIMITATION, message))
     for group, ports in looked.ports.items():
