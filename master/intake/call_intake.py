@@ -129,7 +129,7 @@ class CallIntake:
             return
         calls = count_messages(payload)
         limited = rate_limited(sender.kind)
-        over = limited and self.queues.over_capacity(sender.principal, calls)
+        over = limited and self.queues.over_capacity(sender.principal, calls, len(payload))
         if over and self.refusals.refused_unread(sender, payload):
             return
 
@@ -144,7 +144,7 @@ class CallIntake:
         weight = INTAKE_WEIGHTS.get(sender.kind, 1.0)
         if not self._bus.backlog() and await self.queues.serve_now(key, weight, serve):
             return
-        self._put(sender.kind, sender.principal, calls, serve)
+        self._put(sender.kind, sender.principal, calls, serve, nbytes=len(payload))
 
     def arrive_gone(self, kind: str, principal: str, payload: bytes) -> None:
         """A party's Last Will (published by the broker under its name): in its queue,
@@ -185,7 +185,8 @@ class CallIntake:
         if route is None:
             return
         limited = rate_limited(caller.kind)
-        over = limited and self.queues.over_capacity(caller.principal, 1)
+        # (what it will be held as, parsed, if its bucket cannot pay: its cost)
+        over = limited and self.queues.over_capacity(caller.principal, call_cost(message) or 1)
         if over and message.TYPE not in READ_WHEN_FULL:
             await self.refusals.over_capacity(message, caller)
             return
@@ -208,13 +209,19 @@ class CallIntake:
         self._put(kind, principal, 1, work, limited=False)
 
     def _put(
-        self, kind: str, principal: str, calls: int, serve: Work, limited: bool = True
+        self,
+        kind: str,
+        principal: str,
+        calls: int,
+        serve: Work,
+        limited: bool = True,
+        nbytes: int = 0,
     ) -> None:
-        """Into the principal's queue, served at its kind's weight; its calls counted
-        against its rate limit if its kind's are limited."""
+        """Into the principal's queue, served at its kind's weight; its calls (and
+        `nbytes`, its payload's) counted against its rate limit if its kind's are limited."""
         held = principal if limited and rate_limited(kind) else None
         self.queues.put(
-            queue_key(kind, principal), INTAKE_WEIGHTS.get(kind, 1.0), held, calls, serve
+            queue_key(kind, principal), INTAKE_WEIGHTS.get(kind, 1.0), held, calls, serve, nbytes
         )
 
     # -- a payload's turn: the transport's dispatch -------------------------------------

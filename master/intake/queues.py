@@ -22,14 +22,17 @@ one it cannot is held in its principal's queue, ahead of what arrived after it, 
 handled in order as the bucket fills. What a call costs is `master.intake.costs`'s.
 
 Admission is one decision, on arrival (`over_capacity`): a limited principal's calls
-waiting here, read or not, count once against its limit's `capacity`; past it, what
-arrives is refused (`master.intake.refusals`). What was admitted is never refused for
+waiting here count against its limit's `capacity` (once each not yet read, a read one
+held for the bucket as its cost: what it holds parsed grows with it), and the payloads
+not yet read against MOST_WAITING_BYTES; past either, what arrives is refused
+(`master.intake.refusals`). What was admitted is never refused for
 capacity later: it waits its turn and its tokens.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -45,6 +48,9 @@ Work = Callable[[], Awaitable[None]]
 
 QUANTUM = 0.002  # seconds of handling a weight-1 principal is given a round
 TURN = 0.005  # seconds of serving before the loop lets its other tasks run
+# payload bytes waiting to be read against one limit, at most: its capacity counts calls,
+# and a thousand payloads near the broker's packet limit are a gigabyte of the master's
+MOST_WAITING_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -65,6 +71,7 @@ class _Bucket:
     tokens: float
     at: float
     waiting: int = 0  # calls waiting, read or not, of every principal held to it
+    waiting_bytes: int = 0  # of those not yet read, their payloads' bytes
 
     def wait(self, now: float) -> float:
         """Seconds until the bucket can pay for the next call (0: now)."""
@@ -83,6 +90,7 @@ class _Entry:
     calls: int
     bucket: _Bucket | None  # the limit its calls count against (None: not limited)
     work: Work
+    nbytes: int = 0  # its payload's bytes, counted against its limit while it waits
 
 
 @dataclass
@@ -93,6 +101,12 @@ class _Held:
     principal: str
     bucket: _Bucket
     work: Work
+
+    @property
+    def units(self) -> int:
+        """What it counts against its limit's capacity while it waits: its cost (a
+        Reconcile of 4,096 tasks, 410): held parsed, a thousand of them held 1.5 GB."""
+        return math.ceil(self.cost)
 
 
 @dataclass
@@ -139,7 +153,7 @@ class PrincipalQueues:
         """(the key of the limit `principal` is held to, the limit)."""
         return self.limits.for_principal(principal)
 
-    def over_capacity(self, principal: str, calls: int) -> bool:
+    def over_capacity(self, principal: str, calls: float, nbytes: int = 0) -> bool:
         """The one admission check: whether `calls` more would take what waits against
         `principal`'s limit past its capacity. What arrives when nothing waits and the
         bucket can pay is always taken: its calls are charged as they are read."""
@@ -148,6 +162,8 @@ class PrincipalQueues:
             return False
         if not bucket.waiting and bucket.wait(self.rate_clock()) == 0:
             return False
+        if nbytes and bucket.waiting_bytes + nbytes > MOST_WAITING_BYTES:
+            return True
         return bucket.waiting + calls > bucket.limit.capacity
 
     def refused(self, principal: str, calls: int) -> None:
@@ -168,7 +184,13 @@ class PrincipalQueues:
     # -- arrival ------------------------------------------------------------------------
 
     def put(
-        self, queue_key: str, weight: float, principal: str | None, calls: int, work: Work
+        self,
+        queue_key: str,
+        weight: float,
+        principal: str | None,
+        calls: int,
+        work: Work,
+        nbytes: int = 0,
     ) -> None:
         """Queue `work`, `calls` calls of `principal` (None: not limited) in the queue
         `queue_key`, served at `weight`."""
@@ -179,8 +201,9 @@ class PrincipalQueues:
         bucket = self._bucket(principal) if principal is not None else None
         if bucket is not None:
             bucket.waiting += calls
+            bucket.waiting_bytes += nbytes
         self._seq += 1
-        queue.entries.append(_Entry(time.monotonic(), self._seq, calls, bucket, work))
+        queue.entries.append(_Entry(time.monotonic(), self._seq, calls, bucket, work, nbytes))
         queue.calls += calls
         self._activate(queue_key)
         self._start_server()
@@ -232,8 +255,9 @@ class PrincipalQueues:
             counts.handled += 1
             await work()
             return
-        queue.held.append(_Held(max(1.0, cost), principal, bucket, work))
-        bucket.waiting += 1
+        held = _Held(max(1.0, cost), principal, bucket, work)
+        queue.held.append(held)
+        bucket.waiting += held.units
         counts.queued += 1
 
     # -- what waits ---------------------------------------------------------------------
@@ -293,7 +317,7 @@ class PrincipalQueues:
             if wait == 0:
                 queue.held.popleft()
                 held.bucket.tokens -= held.cost
-                held.bucket.waiting -= 1
+                held.bucket.waiting -= held.units
                 counts = self.counts[held.principal]
                 counts.queued -= 1
                 counts.handled += 1
@@ -306,6 +330,7 @@ class PrincipalQueues:
             queue.calls -= entry.calls
             if entry.bucket is not None:
                 entry.bucket.waiting -= entry.calls
+                entry.bucket.waiting_bytes -= entry.nbytes
             return entry.work, entry
         return float("inf")
 
@@ -359,5 +384,5 @@ class PrincipalQueues:
                 queue.wake.cancel()
             for held in queue.held:
                 self.counts[held.principal].queued -= 1
-                held.bucket.waiting -= 1
+                held.bucket.waiting -= held.units
             queue.held.clear()
