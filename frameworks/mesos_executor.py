@@ -34,16 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import hmac
-import ipaddress
 import json
 import os
 import signal
-import socket
-import struct
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from frameworks.executor import Executor, ExecutorDriver
@@ -51,6 +48,7 @@ from protocol import logs, recordio
 from protocol import mesos_json as mj
 from protocol.extras import needs
 from protocol.refusal_sampling import RateLimiter
+from protocol.tooling.peer_uid import peer_is_own_user, peer_uid
 from protocol.wire.messages import KillPolicy, TaskInfo
 
 PATH = "/api/v1/executor"
@@ -70,6 +68,7 @@ class MesosExecutorAdapter(Executor):
         self.child: asyncio.subprocess.Process | None = None
         self.stream: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self.runner: Any = None
+        self.server: asyncio.Server | None = None
         self.endpoint = ""
         self.subscriber: asyncio.Transport | None = None  # the SUBSCRIBE stream's connection
         self.unsent: list[dict[str, Any]] = []  # taken by a stream whose connection dropped
@@ -151,13 +150,18 @@ class MesosExecutorAdapter(Executor):
         app.add_routes([web.post(PATH, self._call)])
         self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        port = self.runner.addresses[0][1]
+        handler = self.runner.server
+        self.server = await asyncio.get_running_loop().create_server(
+            lambda: OwnUserOnly(handler), "127.0.0.1", 0
+        )
+        port = self.server.sockets[0].getsockname()[1]
         self.endpoint = f"127.0.0.1:{port}"
 
     async def _stop_http(self) -> None:
         self.stream.put_nowait(None)
+        server, self.server = self.server, None
+        if server is not None:
+            server.close()  # (no more connections: those open end with the runner's cleanup)
         runner, self.runner = self.runner, None
         if runner is not None:
             await runner.cleanup()
@@ -297,79 +301,45 @@ def _unauthorized(web: Any, message: str) -> Any:
     return response
 
 
-def peer_is_own_user(transport: Any) -> bool:
-    """Whether the TCP peer of `transport` (on this host's loopback) is a socket of this
-    process's user, as the kernel records it: asked of the kernel about that one socket
-    (sock_diag, some 20 us), or where it does not answer, read from the uid column of
-    /proc/net/tcp and tcp6 (the whole table: some 15 ms on a host of a few thousand
-    connections, which a neighbour's token-less calls had queued ahead of this
-    executor's own for seconds: attack89). (Reads /proc: in a thread.)"""
-    if transport is None:
-        return False
-    peer, own = transport.get_extra_info("peername"), transport.get_extra_info("sockname")
-    if not peer or not own:
-        return False
-    with contextlib.suppress(OSError, ValueError, struct.error):
-        uid = _socket_uid(peer[0], peer[1], own[0], own[1])
-        return uid is not None and uid == os.geteuid()
-    wanted = (_proc_address(peer[0], peer[1]), _proc_address(own[0], own[1]))
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError), open(table) as f:
-            next(f, None)  # (the header)
-            for line in f:
-                fields = line.split()
-                if len(fields) > 7 and (fields[1], fields[2]) == wanted:
-                    return int(fields[7]) == os.geteuid()
-    return False
+class OwnUserOnly(asyncio.Protocol):
+    """A connection to the executor's API, served only where the kernel says its peer is
+    this executor's user (or cannot say: then each call's token or peer check decides).
+    Tasks share the host's loopback: another tenant's task held 1,100 idle connections to
+    it, past its 1,024 files, and this executor's own calls timed out while its log
+    filled its sandbox with accept()'s tracebacks (attack 95). Now each is closed as it
+    is taken."""
 
+    def __init__(self, factory: Callable[[], asyncio.Protocol]) -> None:
+        self.factory = factory
+        self.inner: asyncio.Protocol | None = None
 
-NETLINK_SOCK_DIAG = 4
-SOCK_DIAG_BY_FAMILY = 20
-NLM_F_REQUEST = 1
-NLMSG_ERROR = 2
-NO_COOKIE = 0xFFFFFFFF
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        uid = peer_uid(transport)
+        if uid is not None and uid != os.geteuid():
+            assert isinstance(transport, asyncio.Transport)
+            transport.abort()
+            return
+        self.inner = self.factory()
+        self.inner.connection_made(transport)
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.inner is not None:
+            self.inner.connection_lost(exc)
 
-def _socket_uid(host: str, port: int, peer_host: str, peer_port: int) -> int | None:
-    """The uid of the TCP socket bound to (host, port) and connected to (peer_host,
-    peer_port), as the kernel's sock_diag tells it of that one socket; None: no such
-    socket. OSError where the kernel does not answer such questions."""
-    address = ipaddress.ip_address(host)
-    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
-    sockid = struct.pack(
-        "!HH16s16s",
-        port,
-        peer_port,
-        address.packed.ljust(16, b"\0"),
-        ipaddress.ip_address(peer_host).packed.ljust(16, b"\0"),
-    ) + struct.pack("=III", 0, NO_COOKIE, NO_COOKIE)  # (any interface, any cookie)
-    request = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
-    header = struct.pack("=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, 1, 0)
-    with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as s:
-        s.settimeout(1.0)
-        s.sendto(header + request, (0, 0))
-        answer = s.recv(1 << 16)
-    _, kind = struct.unpack_from("=IH", answer)
-    if kind == NLMSG_ERROR:
-        (error,) = struct.unpack_from("=i", answer, 16)
-        if error == -errno.ENOENT:
-            return None  # (no such socket)
-        raise OSError(-error, os.strerror(-error))
-    if kind != SOCK_DIAG_BY_FAMILY:
-        raise OSError(errno.EPROTO, f"sock_diag answered {kind}")
-    # inet_diag_msg: family, state, timer, retrans (4 bytes), its id (48), expires,
-    # rqueue, wqueue (12), then the uid
-    (uid,) = struct.unpack_from("=I", answer, 16 + 4 + 48 + 12)
-    return int(uid)
+    def data_received(self, data: bytes) -> None:
+        if self.inner is not None:
+            self.inner.data_received(data)
 
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received() if self.inner is not None else None
 
-def _proc_address(host: str, port: int) -> str:
-    """An address as /proc/net/tcp writes it: the IP's bytes as the host orders a word,
-    then the port, in hex."""
-    packed = ipaddress.ip_address(host).packed
-    order = -1 if sys.byteorder == "little" else 1
-    words = [packed[i : i + 4][::order] for i in range(0, len(packed), 4)]
-    return f"{b''.join(words).hex().upper()}:{port:04X}"
+    def pause_writing(self) -> None:
+        if self.inner is not None:
+            self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.inner is not None:
+            self.inner.resume_writing()
 
 
 def main() -> None:

@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from frameworks.mesos_executor import MesosExecutorAdapter, peer_is_own_user
+from frameworks.mesos_executor import MesosExecutorAdapter
+from protocol.tooling.peer_uid import peer_is_own_user
 
 pytestmark = [
     pytest.mark.timeout(90),

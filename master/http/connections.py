@@ -32,6 +32,7 @@ from aiohttp import web
 
 from master.http.config import HttpConfig
 from master.http.log import RefusedLines
+from protocol.tooling.peer_uid import peer_uid
 
 CONNECTIONS_PER_ADDRESS = HttpConfig().connections_per_address  # by default
 FILES_KEPT = 256  # of the open-file limit, never taken by HTTP connections
@@ -66,13 +67,23 @@ def lift_file_limit() -> tuple[int, int]:
     return soft, hard
 
 
-def client_of(host: object) -> str:
+def client_of(host: object, uid: int | None = None) -> str:
     """The client a connection from `host` is counted as: its IPv4 address (also when
     mapped into IPv6), or its IPv6 address's /64, which one host or site is given whole
     (counted by address, it would hold 2**64 times the bound). Every loopback address
     but 127.0.0.1 (where a local client speaks from unless it chooses) is one client:
     any process on the master's host may bind any of 127.0.0.0/8, and one holding a
-    connection from each of a few hundred of them had every connection there was."""
+    connection from each of a few hundred of them had every connection there was. And a
+    local one is its user's (`uid`, the kernel's owner of the peer's socket): one
+    tenant's task on the master's host held 127.0.0.1's whole bound, and every local
+    client was refused, the operator's and every Mesos HTTP framework's (attack 95)."""
+    client = _address_client(host)
+    if uid is not None and client in (str(LOOPBACK), str(LOOPBACKS)):
+        return f"{client} (uid {uid})"
+    return client
+
+
+def _address_client(host: object) -> str:
     try:
         address = ipaddress.ip_address(str(host).partition("%")[0])
     except ValueError:
@@ -165,7 +176,8 @@ class _Door(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
-        self.address = client_of(peer[0] if isinstance(peer, tuple) and peer else peer)
+        host = peer[0] if isinstance(peer, tuple) and peer else peer
+        self.address = client_of(host, peer_uid(transport))
         self.transport = transport
         if not self.doorman.admit(self):
             transport.close()  # (nothing was read or written: closed at once)
