@@ -353,6 +353,11 @@ def plot(folder: Path, out: Path | None) -> None:
     target.mkdir(parents=True, exist_ok=True)
     drawn = plot_all(results, target)
     click.echo(f"drawn into {target}: {', '.join(p.name for p in drawn)}")
+    if not results.utilisation:
+        click.echo(
+            f"{folder} has no utilisation.csv (an older drfmesos wrote it): utilisation.png "
+            "is not drawn; run the experiment again for it"
+        )
 
 
 @experiment.command("schema")

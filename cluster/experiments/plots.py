@@ -34,7 +34,7 @@ def plot_all(results: Results, out: Path) -> list[Path]:
             lambda s: s.dominant_share,
             percent=True,
         ),
-        _utilisation(results, out / "utilisation.png"),
+        *([_utilisation(results, out / "utilisation.png")] if results.utilisation else []),
     ]
 
 

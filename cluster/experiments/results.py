@@ -298,8 +298,9 @@ class Results:
         policy and totals, every sample (at the timeline's precision), the utilisation,
         the ideal's phases and preemption's events. Each framework's waits and jobs are
         not kept (summary.json has their means): `summary()` of what this returns is not
-        the summary written. Raises NotResults, saying what is missing, for a folder
-        without results or one an older drfmesos wrote (before utilisation.csv)."""
+        the summary written. A folder an older drfmesos wrote (before utilisation.csv) reads
+        with no utilisation (its plot is not drawn). Raises NotResults, saying what is
+        missing, for a folder without results."""
         summary_path, timeline_path = out / "summary.json", out / "timeline.csv"
         if not summary_path.is_file():
             raise NotResults(
@@ -324,15 +325,8 @@ class Results:
             results.settle = distance.get("settle", 0.0)
         except (ValueError, KeyError, TypeError) as e:  # (JSON's errors are ValueErrors)
             raise NotResults(f"{summary_path} is not an experiment's summary ({e!r})") from None
-        missing = [p.name for p in (timeline_path, out / UTILISATION) if not p.is_file()]
-        if missing == [UTILISATION]:
-            raise NotResults(
-                f"{out} was written by an older drfmesos: it has no {UTILISATION} (the "
-                "cluster's utilisation over time, which utilisation.png draws); run the "
-                "experiment again to plot it"
-            )
-        if missing:
-            raise NotResults(f"{out} has summary.json but no {' or '.join(missing)}")
+        if not timeline_path.is_file():
+            raise NotResults(f"{out} has summary.json but no {timeline_path.name}")
         names = results.resource_names()
         try:
             with timeline_path.open(newline="") as f:
@@ -347,11 +341,13 @@ class Results:
                     )
                     for row in csv.DictReader(f)
                 ]
-            with (out / UTILISATION).open(newline="") as f:
-                rows = csv.DictReader(f)
-                results.utilisation = [
-                    (float(row.pop("time")), {r: float(v) for r, v in row.items()}) for row in rows
-                ]
+            if (out / UTILISATION).is_file():  # (an older drfmesos wrote none)
+                with (out / UTILISATION).open(newline="") as f:
+                    rows = csv.DictReader(f)
+                    results.utilisation = [
+                        (float(row.pop("time")), {r: float(v) for r, v in row.items()})
+                        for row in rows
+                    ]
         except (ValueError, KeyError, TypeError) as e:
             raise NotResults(f"{out}'s CSV files do not read ({e!r})") from None
         return results
