@@ -150,9 +150,9 @@ class MesosExecutorAdapter(Executor):
         app.add_routes([web.post(PATH, self._call)])
         self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self.runner.setup()
-        handler = self.runner.server
+        handler, others = self.runner.server, Others()
         self.server = await asyncio.get_running_loop().create_server(
-            lambda: OwnUserOnly(handler), "127.0.0.1", 0
+            lambda: OthersBounded(handler, others), "127.0.0.1", 0
         )
         port = self.server.sockets[0].getsockname()[1]
         self.endpoint = f"127.0.0.1:{port}"
@@ -301,28 +301,46 @@ def _unauthorized(web: Any, message: str) -> Any:
     return response
 
 
-class OwnUserOnly(asyncio.Protocol):
-    """A connection to the executor's API, served only where the kernel says its peer is
-    this executor's user (or cannot say: then each call's token or peer check decides).
-    Tasks share the host's loopback: another tenant's task held 1,100 idle connections to
-    it, past its 1,024 files, and this executor's own calls timed out while its log
-    filled its sandbox with accept()'s tracebacks (attack 95). Now each is closed as it
-    is taken."""
+MOST_FROM_OTHERS = 16  # connections from other users' sockets open at once, at most
 
-    def __init__(self, factory: Callable[[], asyncio.Protocol]) -> None:
-        self.factory = factory
+
+class Others:
+    """How many connections from other users' sockets the executor's API holds open."""
+
+    def __init__(self) -> None:
+        self.open = 0
+
+
+class OthersBounded(asyncio.Protocol):
+    """A connection to the executor's API: one from another user's socket (the kernel
+    says whose) is served, and refused as each call says (401, 403), while fewer than
+    MOST_FROM_OTHERS such are open, and closed as it is taken past that; this executor's
+    own user's, root's, and one the kernel cannot place, always. Tasks share the host's loopback:
+    another tenant's task held 1,100 idle connections to it, past its 1,024 files, and this
+    executor's own calls timed out while its log filled its sandbox with accept()'s
+    tracebacks (attack 95)."""
+
+    def __init__(self, factory: Callable[[], asyncio.Protocol], others: Others) -> None:
+        self.factory, self.others = factory, others
         self.inner: asyncio.Protocol | None = None
+        self.counted = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         uid = peer_uid(transport)
-        if uid is not None and uid != os.geteuid():
-            assert isinstance(transport, asyncio.Transport)
-            transport.abort()
-            return
+        if uid not in (None, 0, os.geteuid()):  # (root's may do anything: never bounded)
+            if self.others.open >= MOST_FROM_OTHERS:
+                assert isinstance(transport, asyncio.Transport)
+                transport.abort()
+                return
+            self.others.open += 1
+            self.counted = True
         self.inner = self.factory()
         self.inner.connection_made(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.counted:
+            self.counted = False
+            self.others.open -= 1
         if self.inner is not None:
             self.inner.connection_lost(exc)
 
