@@ -14,8 +14,8 @@ Tasks share the host's loopback, and a server there counted its clients by addre
 
 Now a local client is its user's (the kernel's owner of the peer's socket, sock_diag):
 the master counts each local user's connections apart, and the adapter holds at most 16
-of other users' at once, closing the rest as it takes them. The neighbour runs as user nobody; the operator and the
-executor's own client as this test's user.
+of other users' at once, closing the rest as it takes them. The neighbour runs as user
+nobody; the operator and the executor's own client as this test's user.
 """
 
 from __future__ import annotations
