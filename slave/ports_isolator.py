@@ -171,8 +171,8 @@ def _sockets(pid: str, allowance: int) -> tuple[set[int], int]:
                 cost += read
             if cost > allowance:
                 return inodes, cost
-            if _stat(f"/proc/{where}/stat")[:1] not in ([], ["Z"]):
-                break  # (read whole by a thread alive at its end)
+            if where == table[-1] or _stat(f"/proc/{where}/stat")[:1] not in ([], ["Z"]):
+                break  # (read whole by a thread alive at its end, or no other to read by)
     return inodes, cost
 
 
@@ -268,11 +268,10 @@ def listened_ports(
     for pid in processes:
         start = processes[pid][3]
         if (owner := _owner(pid, processes, owners)) is not None:
-            found, unread = ports.setdefault(owner, {}), looked.unread.setdefault(owner, set())
+            found, unread, key = ports.setdefault(owner, {}), looked.unread, owner
             budget = f"principal {principal_of[owner]}" if owner in principal_of else f"{owner}"
         elif tenant is not None and (user := _orphan_of(pid, processes, tenant, uids)):
-            found = strays.setdefault(user, {})
-            unread = looked.unread_strays.setdefault(user, set())
+            found, unread, key = strays.setdefault(user, {}), looked.unread_strays, user
             budget = f"user {user}"
         else:
             continue
@@ -280,17 +279,14 @@ def listened_ports(
         sockets, cost = _sockets(pid, left) if left > 0 else (set(), 1)
         spent[budget] = spent.get(budget, 0) + cost
         if cost > left:  # (not all of its sockets read: killed, not judged in part)
-            unread.add(int(pid))
-            if len(unread) <= MOST_HELD_UNREAD:  # (the rest: with its task, or next look)
+            (past := unread.setdefault(key, set())).add(int(pid))
+            if len(past) <= MOST_HELD_UNREAD:  # (the rest: with its task, or next look)
                 looked.hold(int(pid), start)
         held = {listening[i] for i in sockets if i in listening}
         for port in held:
             found.setdefault(port, set()).add(int(pid))
         if held:
             looked.hold(int(pid), start)
-    for by in (looked.unread, looked.unread_strays):  # (only those with some: asked after)
-        for key in [k for k, pids in by.items() if not pids]:
-            del by[key]
     return looked
 
 
