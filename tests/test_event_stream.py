@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -30,7 +31,6 @@ from protocol.wire.codec import PROTOCOL_VERSION
 from protocol.wire.messages import ClusterEvent, Error, SetWeights, TaskState, WatchEvents, Wire
 from protocol.wire.resources import Resources
 from protocol.wire.topics import Topics
-from protocol.wire.values import MAX_LIST_ITEMS
 
 from conftest import need_mosquitto
 from harness.helpers import Inbox, eventually, in_process_cluster, open_transport, until
@@ -283,17 +283,22 @@ async def test_a_follower_that_fell_behind_is_told_how_many_events_it_missed() -
     reading) while the master streams more events than that link holds, through a
     mosquitto that holds 10 messages for one client: the broker drops the rest for it, and
     once its link carries again it says how many it missed: the events' numbers skip (at
-    the first event after the gap)."""
+    the first event after the gap).
+
+    The events go out in rounds of ROUND, each once the test's own follower saw the last
+    one's: a payload then holds one round at most. Posted all at once, one payload took
+    as many as the bus's lazy flush gathered (up to MAX_PAYLOAD_ITEMS, 4,096), and one run
+    in three the broker's 20 payloads held every event: nothing was dropped, nothing told."""
     need_mosquitto()
     # (the stream goes at QoS 0, which mosquitto bounds by its count of packets alone)
     tight = QueueBounds(inflight_messages=10, queued_messages=10)
     broker = MosquittoBroker(bounds=tight)
     await broker.start()
     topics, size = Topics("behind"), 2048
-    # twice what the broker may hold for the follower: its 20 messages (lists of events,
-    # at most MAX_LIST_ITEMS each), what its socket to the proxy may grow to, the proxy's
+    # twice what the broker may hold for the follower: its 20 payloads (a round and its
+    # marker each, at most), what its socket to the proxy may grow to, the proxy's
     on_the_way = largest_send_buffer() + 2**20
-    held = (tight.inflight_messages + tight.queued_messages) * MAX_LIST_ITEMS + on_the_way // size
+    held = (tight.inflight_messages + tight.queued_messages) * (ROUND + 1) + on_the_way // size
     sent = 2 * held
     try:
         async with contextlib.AsyncExitStack() as stack:
@@ -310,18 +315,10 @@ async def test_a_follower_that_fell_behind_is_told_how_many_events_it_missed() -
             async with following(broker.url, "behind", lease=60) as (seen, arrived):
                 await eventually(lambda: master.messages.received["WatchEvents"] >= 2)
                 link.carrying.clear()
-                for n in range(sent):
-                    master.outbox.emit("weights", detail=f"{n:05}" + "x" * size)
-                    if n % 200 == 0:
-                        await asyncio.sleep(0)  # (the bus publishes them as it goes)
-                # a marker the reader gets once it has caught up (it reads in this busy
-                # process, so the broker dropped some for it too): all were handed out
-                for _ in range(60):
-                    master.outbox.emit("weights", detail="marker")
-                    with contextlib.suppress(TimeoutError):
-                        await until(arrived, lambda: details(seen)[-1:] == ["marker"], timeout=1)
-                        break
-                assert details(seen)[-1:] == ["marker"]
+                for start in range(0, sent, ROUND):
+                    for n in range(start, min(sent, start + ROUND)):
+                        master.outbox.emit("weights", detail=f"{n:05}" + "x" * size)
+                    await sent_out(master, seen, arrived)
             link.carrying.set()
             # it learns of the gap from the next event that reaches it: one a second (a
             # line before that one is its bus's: a broker may drop a link stopped for long)
@@ -336,6 +333,26 @@ async def test_a_follower_that_fell_behind_is_told_how_many_events_it_missed() -
     finally:
         await broker.stop()
         broker.cleanup()
+
+
+ROUND = 200  # events posted together: the most one payload of the stream holds (see below)
+
+
+async def sent_out(master: Master, seen: list[ClusterEvent], arrived: asyncio.Event) -> None:
+    """Until the follower `seen` saw an event posted after every one posted so far (so
+    the bus sent them all): a marker, again each second unheard (the follower reads in
+    this busy process, so the broker may drop some for it too)."""
+    for _ in range(60):
+        master.outbox.emit("weights", detail="marker")
+        heard = functools.partial(caught_up, seen, master.outbox.events_emitted)
+        with contextlib.suppress(TimeoutError):
+            await until(arrived, heard, timeout=1)
+            return
+    raise AssertionError("the test's own follower heard none of 60 markers")
+
+
+def caught_up(seen: list[ClusterEvent], seq: int) -> bool:
+    return bool(seen) and seen[-1].seq >= seq
 
 
 async def line_saying(proc: asyncio.subprocess.Process, words: bytes) -> bytes:
