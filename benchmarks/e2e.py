@@ -58,6 +58,7 @@ from benchmarks.common import (
 )
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import wait_state
+from cluster.testing.bytecode import keep_bytecode
 from frameworks import (
     Filters,
     Offer,
@@ -354,6 +355,7 @@ def targets(
 
 
 async def main(seconds: float, slaves: int, master_args: list[str], as_json: bool) -> int:
+    keep_bytecode()  # (the parties it starts: cluster.testing.bytecode)
     say = (lambda *_: None) if as_json else print
     load_at_start = os.getloadavg()[0]
     insecure, insecure_held, insecure_sent, insecure_cpu = await run(

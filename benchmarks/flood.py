@@ -43,6 +43,7 @@ from benchmarks.common import (
 from benchmarks.e2e import Flood
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import wait_state
+from cluster.testing.bytecode import keep_bytecode
 from frameworks import (
     Filters,
     Offer,
@@ -171,6 +172,7 @@ def burn(share: float, seconds: float) -> None:
 
 
 async def main(seconds: float, slaves: int, nice: int, master_args: list[str]) -> None:
+    keep_bytecode()  # (the parties it starts: cluster.testing.bytecode)
     scratch = Path(tempfile.mkdtemp(prefix="drfmesos-flood-"))  # (removed at the end)
     store = provision(scratch / "auth", PRINCIPALS)
     broker = MosquittoBroker(auth=store.path, tls=True)

@@ -50,6 +50,7 @@ from pathlib import Path
 from benchmarks.common import bounds, table
 from benchmarks.e2e import Flood
 from cluster.local.view import wait_state
+from cluster.testing.bytecode import keep_bytecode
 from frameworks import (
     Filters,
     Offer,
@@ -475,6 +476,7 @@ def _runs(rates: list[float]) -> str:
 
 
 async def main(seconds: float, tasks: int, pairs: int, window: float) -> None:
+    keep_bytecode()  # (the parties it starts: cluster.testing.bytecode)
     cpu_cg, cpu_px = await cpu_use("cgroups", seconds), await cpu_use("posix", seconds)
     (mem_cg, why_cg), (mem_px, why_px) = await memory_reach("cgroups"), await memory_reach("posix")
     ratios, runs, costs = await loop_pairs(window, pairs)

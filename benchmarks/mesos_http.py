@@ -28,6 +28,7 @@ from benchmarks.e2e import TASK, Flood
 from benchmarks.mesos_client import MesosScheduler, basic
 from cluster.local.secure import as_principal, provision
 from cluster.local.view import wait_state
+from cluster.testing.bytecode import keep_bytecode
 from frameworks import SchedulerDriver
 from protocol import mesos_json as mj
 from protocol.tooling.brokers import BrokerURL, MosquittoBroker
@@ -163,6 +164,7 @@ async def http_rate(web: str, auth: str, seconds: float) -> float:
 
 
 async def main(seconds: float, slaves: int) -> None:
+    keep_bytecode()  # (the parties it starts: cluster.testing.bytecode)
     bus, http = await run(seconds, slaves)
     print(f"tasks/s: {slaves} simulated slaves, one framework at a time, {seconds:g}s each, "
           "auth + TLS, mosquitto")  # fmt: skip

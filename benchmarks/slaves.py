@@ -64,6 +64,7 @@ from benchmarks.common import table
 from benchmarks.election_watch import ElectionWatch
 from benchmarks.failover_tasks import Frameworks, framework_name, task_size
 from benchmarks.party_cpu import PartyCpu
+from cluster.testing.bytecode import keep_bytecode
 from cluster.testing.zookeeper import ZooKeeperServer
 from protocol import logs
 from protocol.tooling.brokers import MosquittoBroker
@@ -536,6 +537,7 @@ def verdict(result: dict[str, object]) -> list[str]:
 
 
 async def main(args: argparse.Namespace) -> int:
+    keep_bytecode()  # (the parties it starts: cluster.testing.bytecode)
     raise_fd_limit(args.count + 1000)  # mosquitto, started from here, inherits it
     load_at_start = os.getloadavg()[0]
     run = Run(args)

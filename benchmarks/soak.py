@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.common import percentile, table
+from cluster.testing.bytecode import keep_bytecode
 from cluster.testing.ha import HACluster, HAConfig, books_balance, share_spread
 from protocol import logs
 
@@ -266,6 +267,7 @@ def work_for(minutes: float, per_second: float = 3.0) -> int:
 
 
 def main() -> None:
+    keep_bytecode()  # (the parties it starts: cluster.testing.bytecode)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--every", type=float, default=4.0, help="seconds between kills")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from cluster.testing.bytecode import keep_bytecode
 from protocol import logs
 from protocol.tooling.brokers import EmbeddedBroker, MosquittoBroker
 
@@ -109,23 +110,11 @@ async def _no_error_left_in_the_loop() -> AsyncIterator[None]:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Each process of the run (the xdist workers, and every process they start) keeps the
-    bytecode of what it imports in one cache outside the checkout, kept between runs
-    (`$XDG_CACHE_HOME/drfmesos/pycache`, or `$DRFMESOS_PYCACHE`), even where
-    PYTHONDONTWRITEBYTECODE is set, as it is in many containers: else every process
-    compiles the project again, about 0.3 CPU-s each, and each worker rewrites and compiles
-    every test module again (about 7 CPU-s). The checkout gets no __pycache__ either way."""
-    if hasattr(config, "workerinput") or os.environ.get("PYTHONPYCACHEPREFIX"):
-        return  # a worker inherits the controller's; a prefix set by hand is kept
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    prefix = Path(os.environ.get("DRFMESOS_PYCACHE") or cache / "drfmesos" / "pycache")
-    try:
-        prefix.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return  # nowhere to keep it: compile as before
-    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    sys.pycache_prefix = str(prefix)  # this process too (-n 0): the test modules, from here
-    sys.dont_write_bytecode = False
+    bytecode of what it imports in one cache (`cluster.testing.bytecode`): else every
+    process compiles the project again, about 0.3 CPU-s each, and each worker rewrites and
+    compiles every test module again (about 7 CPU-s)."""
+    if not hasattr(config, "workerinput"):  # (a worker inherits the controller's)
+        keep_bytecode()
 
 
 # -- running side by side (pytest-xdist, `-n 4 --dist loadgroup` in pyproject.toml) -------
