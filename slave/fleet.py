@@ -128,7 +128,9 @@ class Fleet:
             kill = self.kill_tasks_on_stop()
             for slave in started:
                 await slave.stop(kill_tasks=kill)
-            gc.unfreeze()  # (what it made may go now; what else was frozen is as before)
+            # what it made may go now (so may all else frozen, the process's start's too:
+            # walked again, which a fleet's process, ending with it, no longer minds)
+            gc.unfreeze()
 
     async def _loops(self) -> None:
         await asyncio.gather(
