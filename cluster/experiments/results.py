@@ -302,6 +302,7 @@ class Results:
         with no utilisation (its plot is not drawn). Raises NotResults, saying what is
         missing, for a folder without results."""
         summary_path, timeline_path = out / "summary.json", out / "timeline.csv"
+        utilisation_path = out / UTILISATION
         if not summary_path.is_file():
             raise NotResults(
                 f"{out} holds no experiment's results (no summary.json): give the --out "
@@ -341,8 +342,8 @@ class Results:
                     )
                     for row in csv.DictReader(f)
                 ]
-            if (out / UTILISATION).is_file():  # (an older drfmesos wrote none)
-                with (out / UTILISATION).open(newline="") as f:
+            if utilisation_path.is_file():  # (an older drfmesos wrote none)
+                with utilisation_path.open(newline="") as f:
                     rows = csv.DictReader(f)
                     results.utilisation = [
                         (float(row.pop("time")), {r: float(v) for r, v in row.items()})
